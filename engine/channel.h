@@ -1,0 +1,56 @@
+// A Channel is the FIFO edge from one producer subtask to one consumer subtask: a bounded
+// moodycamel ReaderWriterQueue (SPSC) of StreamElements, plus a return queue through which the
+// consumer hands emptied batches back for reuse.
+//
+// Contract: exactly one producer thread calls Push/TakeEmptyBatch, exactly one consumer thread
+// calls TryPop/Recycle. A full channel is backpressure: Push parks the producer (on its task's
+// Parker) until the consumer frees a slot or the channel is cancelled. A push wakes the
+// consumer's Parker. Nothing spins.
+#pragma once
+
+#include <readerwriterqueue/readerwriterqueue.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "engine/parker.h"
+#include "engine/stream_element.h"
+
+namespace cairn {
+
+class Channel {
+ public:
+  // `capacity` in elements (batches); `name` like "tokenize[0]->count[1]".
+  Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer);
+
+  const std::string& name() const { return name_; }
+
+  // Blocks while the channel is full. Returns false (dropping `e`) once Cancel() was called.
+  bool Push(StreamElement&& e);
+  // Non-blocking; true when an element was taken.
+  bool TryPop(StreamElement* e);
+  // True when an element is waiting (consumer side).
+  bool HasData() const { return queue_.peek() != nullptr; }
+  // Number of elements queued (approximate from either side).
+  size_t SizeApprox() const { return queue_.size_approx(); }
+
+  // Consumer: give an emptied batch back to the producer for reuse.
+  void Recycle(std::unique_ptr<RecordBatch> b);
+  // Producer: an empty batch, reused when one came back, new otherwise.
+  std::unique_ptr<RecordBatch> TakeEmptyBatch();
+
+  // Wakes and releases a producer blocked in Push; later pushes fail. Any thread.
+  void Cancel();
+
+ private:
+  const std::string name_;
+  moodycamel::ReaderWriterQueue<StreamElement> queue_;
+  moodycamel::ReaderWriterQueue<std::unique_ptr<RecordBatch>> recycled_;
+  Parker* const producer_;
+  Parker* const consumer_;
+  std::atomic<bool> producer_waiting_{false};
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace cairn

@@ -1,0 +1,40 @@
+// File-system helpers with explicit durability: every write that must survive a crash goes
+// through here, and every failure comes back as a Status naming the path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/status.h"
+
+namespace cairn {
+
+// CRC-32C (Castagnoli) of `data`, continuing from `crc` (0 to start).
+uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
+
+// Writes `data` to `path.tmp`, fsyncs it, renames it over `path`, and fsyncs the directory.
+Status WriteFileAtomically(const std::string& path, std::string_view data);
+Status ReadFile(const std::string& path, std::string* out);
+Status FsyncFile(const std::string& path);
+Status FsyncDir(const std::string& dir);
+// Creates `dir` and its missing parents.
+Status CreateDirs(const std::string& dir);
+// Removes `path` and everything below it; a missing path is OK.
+Status RemoveAll(const std::string& path);
+Status Rename(const std::string& from, const std::string& to);
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+// Names (not paths) of the entries of `dir`, sorted.
+Status ListDir(const std::string& dir, std::vector<std::string>* names);
+// Total size in bytes of the regular files below `path` (hard links counted once per path).
+uint64_t DiskUsage(const std::string& path);
+
+// A checksummed blob file: `data` followed by a footer (magic, length, CRC-32C), written
+// atomically. ReadChecksummedFile returns Corruption naming the file when the footer is
+// missing, the length is wrong, or the checksum does not match.
+Status WriteChecksummedFile(const std::string& path, std::string_view data);
+Status ReadChecksummedFile(const std::string& path, std::string* data);
+
+}  // namespace cairn

@@ -1,0 +1,33 @@
+// The on-disk layout of checkpoints. Everything a checkpoint stores is checksummed.
+//
+//   <checkpoint.dir>/
+//     _lock                         flock()ed by the running job (one job per directory)
+//     _work/<run>/<op>-<subtask>/   working RocksDB of a running job (not part of any checkpoint;
+//                                   left-overs of dead runs are removed at start-up)
+//     chk-<id>/                     one checkpoint; complete iff _metadata exists
+//       _metadata                   the commit point, written last (tmp + fsync + rename + fsync dir)
+//       <op>-<subtask>/keyed/       RocksDB checkpoint of the subtask's keyed state (if keyed)
+//       <op>-<subtask>/operator.state  operator state blob (WriteChecksummedFile format)
+//
+// _metadata is text: a header line "cairn-checkpoint <version>", one "key value" line per
+// field, one "subtask ..." line per subtask state, and a final "crc32c <hex>" line covering
+// every byte before it. See docs/checkpoints.md.
+#pragma once
+
+#include <cstdint>
+
+namespace cairn {
+
+inline constexpr const char* kMetadataMagic = "cairn-checkpoint";
+inline constexpr uint32_t kMetadataFormatVersion = 1;
+inline constexpr const char* kMetadataFileName = "_metadata";
+inline constexpr const char* kCheckpointDirPrefix = "chk-";
+inline constexpr const char* kWorkDirName = "_work";
+inline constexpr const char* kLockFileName = "_lock";
+inline constexpr const char* kKeyedStateDirName = "keyed";
+inline constexpr const char* kOperatorStateFileName = "operator.state";
+// Footer of a checksummed blob: 8-byte magic, 8-byte length, 4-byte CRC-32C, little-endian.
+inline constexpr uint64_t kBlobMagic = 0x31424c426e726961ull;  // "airnBLB1"
+inline constexpr size_t kBlobFooterSize = 20;
+
+}  // namespace cairn

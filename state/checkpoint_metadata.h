@@ -1,0 +1,60 @@
+// CheckpointMetadata describes one completed checkpoint: its statistics and where every
+// subtask's state lies. Writing its _metadata file is what commits the checkpoint.
+//
+// Contract: WriteMetadata is atomic (a reader sees the old state or the whole new file, also
+// after a crash). ReadMetadata never crashes on bad bytes: an empty, truncated or bit-flipped
+// file is Corruption("<path>: damaged ..."), a file of another format version is
+// Corruption("<path>: incompatible format version N ..."), a foreign file is
+// Corruption("<path>: not a Cairn checkpoint ..."), a missing one NotFound.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/key_groups.h"
+#include "engine/status.h"
+#include "engine/stream_element.h"
+
+namespace cairn {
+
+struct SubtaskStateHandle {
+  std::string operator_id;
+  uint32_t subtask = 0;
+  uint32_t parallelism = 1;
+  KeyGroupRange key_groups;
+  std::string keyed_dir;            // relative to the checkpoint dir; "" when not keyed
+  std::string operator_state_file;  // relative to the checkpoint dir; "" when none
+  uint64_t state_bytes = 0;         // keyed + operator state
+  uint64_t channel_state_bytes = 0;
+  int64_t alignment_ms = 0;
+  int64_t sync_ms = 0;
+  int64_t async_ms = 0;
+};
+
+struct CheckpointMetadata {
+  CheckpointId id = 0;
+  std::string job_name;
+  int64_t trigger_time_ms = 0;  // Unix epoch milliseconds
+  int64_t duration_ms = 0;      // trigger to completion
+  std::string mode;             // "aligned", "unaligned", "aligned->unaligned", "at_least_once"
+  uint32_t max_parallelism = 128;
+  uint64_t state_bytes = 0;
+  uint64_t channel_state_bytes = 0;
+  int64_t alignment_ms = 0;     // longest of any task
+  int64_t sync_ms = 0;          // longest of any task
+  int64_t async_ms = 0;         // longest of any task
+  bool sources_finished = false;  // every source had read all its input (a final checkpoint)
+  std::vector<SubtaskStateHandle> subtasks;
+};
+
+std::string EncodeMetadata(const CheckpointMetadata& m);
+// `path` is only used in error messages.
+Status DecodeMetadata(const std::string& path, const std::string& bytes, CheckpointMetadata* m);
+
+// Writes <chk_dir>/_metadata atomically (tmp, fsync, rename, fsync dir).
+Status WriteMetadata(const std::string& chk_dir, const CheckpointMetadata& m);
+// Reads <chk_dir>/_metadata.
+Status ReadMetadata(const std::string& chk_dir, CheckpointMetadata* m);
+
+}  // namespace cairn

@@ -1,0 +1,77 @@
+// KeyedInt64State is the keyed state of one operator subtask: a map from key bytes to an int64,
+// held in memory (an open-addressing hash table over a key arena) with the keys changed since
+// the last snapshot tracked, so that a checkpoint persists only the delta.
+//
+// Contract: owned and used by one task thread; TakeDelta() is the synchronous part of a
+// snapshot and costs O(changed keys); the returned StateDelta is immutable and may be handed
+// to another thread. Keys must belong to this subtask's key groups (the hash partitioner
+// guarantees it). The operator API (Get/Put/Add) does not expose where entries live, so a
+// RocksDB-backed variant for state larger than memory can replace the table later.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/key_groups.h"
+
+namespace cairn {
+
+// The entries changed since the previous delta, encoded for one RocksDB WriteBatch.
+struct StateDelta {
+  struct Entry {
+    uint32_t key_group;
+    uint32_t key_offset;  // into keys
+    uint32_t key_length;
+    int64_t value;
+  };
+  std::vector<Entry> entries;
+  std::string keys;
+  std::string_view key(const Entry& e) const { return std::string_view(keys.data() + e.key_offset, e.key_length); }
+};
+
+class KeyedInt64State {
+ public:
+  KeyedInt64State(uint32_t max_parallelism, KeyGroupRange range);
+  ~KeyedInt64State();
+  KeyedInt64State(const KeyedInt64State&) = delete;
+  KeyedInt64State& operator=(const KeyedInt64State&) = delete;
+
+  // Adds `delta` to the value of `key` (absent counts as 0) and returns the new value.
+  int64_t Add(std::string_view key, int64_t delta);
+  // True and *value set when `key` is present.
+  bool Get(std::string_view key, int64_t* value) const;
+  void Put(std::string_view key, int64_t value);
+  size_t size() const;
+
+  // Synchronous snapshot: the entries changed since the last call; clears the change set.
+  std::unique_ptr<StateDelta> TakeDelta();
+  // Restore: inserts without marking the entry changed.
+  void LoadEntry(std::string_view key, int64_t value);
+  // Visits every entry (unordered).
+  void ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const;
+
+  uint32_t max_parallelism() const { return max_parallelism_; }
+  const KeyGroupRange& range() const { return range_; }
+
+ private:
+  struct Slot;
+  size_t FindOrInsert(std::string_view key, uint64_t hash, bool* inserted);
+  void Grow();
+  void MarkDirty(size_t slot);
+
+  const uint32_t max_parallelism_;
+  const KeyGroupRange range_;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t count_ = 0;
+  std::vector<std::unique_ptr<char[]>> arena_blocks_;
+  char* arena_ptr_ = nullptr;
+  size_t arena_left_ = 0;
+  std::vector<uint32_t> dirty_;  // slot indices changed since the last TakeDelta
+};
+
+}  // namespace cairn
