@@ -21,6 +21,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/key_groups.h"
 #include "engine/record_batch.h"
@@ -64,8 +66,9 @@ class Operator {
   virtual void NotifyCheckpointComplete(CheckpointId id) {}
   virtual void Finish(RecordBatch* out) {}
   virtual Status Close() { return Status::OK(); }
-  // For the run summary: the operator's notable results as "label: value" lines (optional).
-  virtual void Summarize(std::string* out) const {}
+  // For the run summary: up to `k` keys with the largest values in this subtask's state
+  // (keyed operators only; called after Finish).
+  virtual void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const {}
 };
 
 // A source produces records from outside the dataflow. Its read position must be part of its

@@ -1,0 +1,78 @@
+#include "operators/registry.h"
+
+#include "operators/operator_factories.h"
+
+namespace cairn {
+
+const char* ParamTypeName(ParamType t) {
+  switch (t) {
+    case ParamType::kString: return "string";
+    case ParamType::kInt: return "integer";
+    case ParamType::kDouble: return "number";
+    case ParamType::kDuration: return "duration";
+    case ParamType::kBool: return "boolean";
+  }
+  return "?";
+}
+
+const ParamSpec* OperatorType::FindParam(std::string_view n) const {
+  for (const auto& p : params)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+static std::vector<OperatorType> BuildTable() {
+  std::vector<OperatorType> t;
+  t.push_back(OperatorType{
+      "file_source", OperatorRole::kSource, false, Schema{"line", "", ""},
+      {
+          {"path", ParamType::kString, "", true, 0, "text file to read, line by line"},
+          {"rate", ParamType::kInt, "0", false, 0, "records (lines) per second per subtask; 0 = unlimited"},
+      },
+      "Reads a text file line by line. With parallelism p, subtask i reads the lines that start in the "
+      "i-th of p equal byte ranges. Its read position is part of the checkpoint.",
+      NewFileSource});
+  t.push_back(OperatorType{
+      "generator", OperatorRole::kSource, false, Schema{"line", "", ""},
+      {
+          {"words", ParamType::kInt, "10000000", false, 0, "total words to generate (over all subtasks)"},
+          {"words_per_line", ParamType::kInt, "10", false, 1, "words in each line"},
+          {"vocabulary", ParamType::kInt, "100000", false, 1, "number of distinct words"},
+          {"zipf", ParamType::kDouble, "1.0", false, 0, "Zipf exponent s of the word distribution"},
+          {"seed", ParamType::kInt, "42", false, 0, "random seed; equal seeds give equal text"},
+          {"rate", ParamType::kInt, "0", false, 0, "lines per second per subtask; 0 = unlimited"},
+      },
+      "Generates deterministic, seeded lines of Zipf-distributed words. Line n depends only on the "
+      "seed and n, so any parallelism and any restore produce the same text.",
+      NewGeneratorSource});
+  t.push_back(OperatorType{"tokenize", OperatorRole::kTransform, false, Schema{"word", "", ""}, {},
+                           "Splits each line into words: maximal runs of bytes that are not ASCII "
+                           "whitespace (space, \\t, \\n, \\r, \\v, \\f). Bytes pass through untouched.",
+                           NewTokenize});
+  t.push_back(OperatorType{"count", OperatorRole::kTransform, true, Schema{"word", "count", ""}, {},
+                           "Keyed by word: for every input word emits (word, running count). The counts "
+                           "are keyed state, checkpointed to RocksDB by key group.",
+                           NewCount});
+  t.push_back(OperatorType{
+      "file_sink", OperatorRole::kSink, false, Schema{},
+      {{"path", ParamType::kString, "", true, 0, "output directory"}},
+      "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
+      "`.`) that become visible only when the checkpoint covering them completes.",
+      NewFileSink});
+  t.push_back(OperatorType{"discard_sink", OperatorRole::kSink, false, Schema{}, {},
+                           "Counts and drops its input (for benchmarks).", NewDiscardSink});
+  return t;
+}
+
+const std::vector<OperatorType>& OperatorTypes() {
+  static const std::vector<OperatorType> table = BuildTable();
+  return table;
+}
+
+const OperatorType* FindOperatorType(std::string_view name) {
+  for (const auto& t : OperatorTypes())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+}  // namespace cairn
