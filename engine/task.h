@@ -21,6 +21,8 @@
 #include "engine/operator.h"
 #include "engine/output_gate.h"
 #include "engine/parker.h"
+#include "state/keyed_state.h"
+#include "state/rocksdb_state_store.h"
 
 namespace cairn {
 
