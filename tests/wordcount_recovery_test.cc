@@ -85,11 +85,11 @@ KillRun RunWithKills(const std::vector<std::string>& args, const std::string& lo
 TEST(WordCountRecovery, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
   ScratchDir dir;
   std::string input = dir / "input.txt";
-  RunResult gen = RunCairn({"generate", "--out", input, "--words", "600000", "--vocabulary", "3000", "--seed", "7"});
+  RunResult gen = RunCairn({"generate", "--out", input, "--words", "2000000", "--vocabulary", "3000", "--seed", "7"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   std::vector<std::string> args = {"run", SourceDir() + "/jobs/wordcount.yaml", "--quiet", "--restore", "latest",
                                    "--set", "operators.source.path=" + input,
-                                   "--set", "operators.source.rate=50000",
+                                   "--set", "operators.source.rate=25000",
                                    "--set", "operators.sink.path=" + dir / "out",
                                    "--set", "checkpoint.dir=" + dir / "ck",
                                    "--set", "checkpoint.interval=50ms"};
