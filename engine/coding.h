@@ -1,0 +1,47 @@
+// Little-endian fixed-width and length-prefixed encodings for small state blobs (operator
+// state). Decoding is bounds-checked: a Decoder never reads past its input, it fails instead.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace cairn {
+
+inline void PutFixed64(std::string* dst, uint64_t v) {
+  char buf[8];
+  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(v >> (8 * i));
+  dst->append(buf, 8);
+}
+
+inline void PutLengthPrefixed(std::string* dst, std::string_view s) {
+  PutFixed64(dst, s.size());
+  dst->append(s.data(), s.size());
+}
+
+class Decoder {
+ public:
+  explicit Decoder(std::string_view in) : in_(in) {}
+  bool GetFixed64(uint64_t* v) {
+    if (in_.size() < 8) return false;
+    uint64_t r = 0;
+    for (int i = 0; i < 8; ++i) r |= static_cast<uint64_t>(static_cast<unsigned char>(in_[i])) << (8 * i);
+    in_.remove_prefix(8);
+    *v = r;
+    return true;
+  }
+  bool GetLengthPrefixed(std::string* s) {
+    uint64_t n;
+    if (!GetFixed64(&n) || n > in_.size()) return false;
+    s->assign(in_.data(), n);
+    in_.remove_prefix(n);
+    return true;
+  }
+  bool done() const { return in_.empty(); }
+
+ private:
+  std::string_view in_;
+};
+
+}  // namespace cairn

@@ -1,0 +1,51 @@
+// count: keyed by word; emits (word, running count) for every input word. The counts live in
+// the subtask's KeyedInt64State, which the framework checkpoints and restores.
+#include <algorithm>
+
+#include "operators/operator_factories.h"
+#include "state/keyed_state.h"
+
+namespace cairn {
+namespace {
+
+class Count final : public Operator {
+ public:
+  Status Open(OperatorContext& ctx) override {
+    state_ = ctx.keyed_state;
+    if (state_ == nullptr) return Status::Internal("count operator " + ctx.operator_id + " has no keyed state");
+    return Status::OK();
+  }
+  void Process(int, const RecordBatch& in, RecordBatch* out) override {
+    for (size_t i = 0; i < in.size(); ++i) {
+      std::string_view w = in.key(i);
+      out->Add(w, state_->Add(w, 1));
+    }
+  }
+  void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const override {
+    std::vector<std::pair<int64_t, std::string_view>> all;
+    all.reserve(state_->size());
+    state_->ForEach([&](std::string_view key, int64_t v) { all.emplace_back(v, key); });
+    size_t n = std::min(k, all.size());
+    std::partial_sort(all.begin(), all.begin() + n, all.end(),
+                      [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+    for (size_t i = 0; i < n; ++i) out->emplace_back(std::string(all[i].second), all[i].first);
+  }
+
+ private:
+  KeyedInt64State* state_ = nullptr;
+};
+
+class DiscardSink final : public Operator {
+ public:
+  void Process(int, const RecordBatch& in, RecordBatch*) override { records_ += in.size(); }
+
+ private:
+  uint64_t records_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> NewCount(const OperatorConfig&) { return std::make_unique<Count>(); }
+std::unique_ptr<Operator> NewDiscardSink(const OperatorConfig&) { return std::make_unique<DiscardSink>(); }
+
+}  // namespace cairn

@@ -1,0 +1,197 @@
+// file_sink: the exactly-once file sink, a two-phase commit driven by checkpoints (as Flink's
+// FileSink does).
+//
+// Files, in the sink's `path`:
+//   .part-<run>-<subtask>-<seq>.inprogress   being written, or closed but not yet committed
+//   part-<run>-<subtask>-<seq>                committed: covered by a completed checkpoint
+// <run> is chosen at a fresh start and kept across restores. At a checkpoint's synchronous
+// snapshot the current file is closed and becomes pending for that checkpoint; the async part
+// fsyncs it; NotifyCheckpointComplete renames the pending files of completed checkpoints. The
+// operator state lists the pending files and the next sequence number, so a restore commits
+// what the restored checkpoint owes and deletes in-progress files written after it.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <random>
+
+#include "engine/coding.h"
+#include "engine/file_util.h"
+#include "operators/operator_factories.h"
+
+namespace cairn {
+namespace {
+
+class FileSink final : public Operator {
+ public:
+  explicit FileSink(const OperatorConfig& c) : dir_(c.GetString("path")) {}
+  ~FileSink() override {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  Status Open(OperatorContext& ctx) override {
+    id_ = ctx.operator_id;
+    subtask_ = ctx.subtask;
+    CAIRN_RETURN_IF_ERROR(CreateDirs(dir_).WithContext("operator " + id_));
+    if (!ctx.restored_operator_state) {
+      std::random_device rd;
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%08x", rd());
+      run_ = buf;
+      return Status::OK();
+    }
+    Decoder d(*ctx.restored_operator_state);
+    uint64_t next_seq, npending;
+    if (!d.GetLengthPrefixed(&run_) || !d.GetFixed64(&next_seq) || !d.GetFixed64(&npending))
+      return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+    next_seq_ = next_seq;
+    for (uint64_t i = 0; i < npending; ++i) {
+      uint64_t seq, chk;
+      if (!d.GetFixed64(&seq) || !d.GetFixed64(&chk))
+        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+      pending_.push_back({seq, chk});
+    }
+    // Commit what the restored checkpoint owes. A pending file that is neither in progress nor
+    // committed is lost output: fail rather than silently drop it.
+    for (const Pending& p : pending_) {
+      std::string from = InProgressPath(p.seq), to = CommittedPath(p.seq);
+      if (PathExists(from)) {
+        CAIRN_RETURN_IF_ERROR(Rename(from, to));
+      } else if (!PathExists(to)) {
+        return Status::Corruption("operator " + id_ + ": output file " + from +
+                                  " owed by the checkpoint is missing; the output directory changed");
+      }
+    }
+    pending_.clear();
+    // Discard everything this subtask wrote after the checkpoint.
+    std::vector<std::string> names;
+    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+    std::string prefix = ".part-" + run_ + "-" + std::to_string(subtask_) + "-";
+    for (const std::string& n : names) {
+      if (n.compare(0, prefix.size(), prefix) != 0) continue;
+      uint64_t seq = 0;
+      auto [ptr, ec] = std::from_chars(n.data() + prefix.size(), n.data() + n.size(), seq);
+      if (ec == std::errc() && seq >= next_seq_) CAIRN_RETURN_IF_ERROR(RemoveAll(dir_ + "/" + n));
+    }
+    return FsyncDir(dir_);
+  }
+
+  void Process(int, const RecordBatch& in, RecordBatch*) override {
+    if (!status_.ok()) return;
+    for (size_t i = 0; i < in.size(); ++i) {
+      std::string_view k = in.key(i);
+      buf_.append(k.data(), k.size());
+      buf_.push_back('\t');
+      char num[24];
+      auto r = std::to_chars(num, num + sizeof num, in.a(i));
+      buf_.append(num, r.ptr);
+      buf_.push_back('\n');
+    }
+    if (buf_.size() >= kFlushBytes) Flush();
+  }
+
+  Status SnapshotState(CheckpointId id, OperatorSnapshot* snap) override {
+    std::vector<std::string> to_sync;
+    if (fd_ >= 0 || !buf_.empty()) {
+      Flush();
+      if (fd_ >= 0) {
+        close(fd_);
+        fd_ = -1;
+      }
+      if (!status_.ok()) return status_;
+      pending_.push_back({next_seq_, id});
+      to_sync.push_back(InProgressPath(next_seq_));
+      ++next_seq_;
+    }
+    if (!status_.ok()) return status_;
+    PutLengthPrefixed(&snap->operator_state, run_);
+    PutFixed64(&snap->operator_state, next_seq_);
+    PutFixed64(&snap->operator_state, pending_.size());
+    for (const Pending& p : pending_) {
+      PutFixed64(&snap->operator_state, p.seq);
+      PutFixed64(&snap->operator_state, p.checkpoint);
+    }
+    if (!to_sync.empty()) {
+      std::string dir = dir_;
+      snap->async_part = [to_sync = std::move(to_sync), dir]() -> Status {
+        for (const auto& f : to_sync) CAIRN_RETURN_IF_ERROR(FsyncFile(f));
+        return FsyncDir(dir);
+      };
+    }
+    return Status::OK();
+  }
+
+  void NotifyCheckpointComplete(CheckpointId id) override {
+    size_t done = 0;
+    for (; done < pending_.size() && pending_[done].checkpoint <= id; ++done) {
+      Status s = Rename(InProgressPath(pending_[done].seq), CommittedPath(pending_[done].seq));
+      if (!s.ok() && status_.ok()) status_ = s;
+    }
+    if (done == 0) return;
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(done));
+    Status s = FsyncDir(dir_);
+    if (!s.ok() && status_.ok()) status_ = s;
+  }
+
+  Status Close() override {
+    if (fd_ >= 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+    return status_;
+  }
+
+ private:
+  struct Pending {
+    uint64_t seq;
+    CheckpointId checkpoint;
+  };
+
+  std::string Name(uint64_t seq) const { return run_ + "-" + std::to_string(subtask_) + "-" + std::to_string(seq); }
+  std::string InProgressPath(uint64_t seq) const { return dir_ + "/.part-" + Name(seq) + ".inprogress"; }
+  std::string CommittedPath(uint64_t seq) const { return dir_ + "/part-" + Name(seq); }
+
+  void Flush() {
+    if (buf_.empty() || !status_.ok()) return;
+    if (fd_ < 0) {
+      std::string p = InProgressPath(next_seq_);
+      fd_ = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd_ < 0) {
+        status_ = Status::FromErrno("operator " + id_ + ": cannot create", p, errno);
+        return;
+      }
+    }
+    const char* p = buf_.data();
+    size_t left = buf_.size();
+    while (left > 0) {
+      ssize_t w = write(fd_, p, left);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        status_ = Status::FromErrno("operator " + id_ + ": cannot write", InProgressPath(next_seq_), errno);
+        return;
+      }
+      p += w;
+      left -= static_cast<size_t>(w);
+    }
+    buf_.clear();
+  }
+
+  static constexpr size_t kFlushBytes = 1 << 20;
+  const std::string dir_;
+  std::string id_;
+  uint32_t subtask_ = 0;
+  std::string run_;
+  uint64_t next_seq_ = 0;
+  int fd_ = -1;
+  std::string buf_;
+  std::vector<Pending> pending_;
+  Status status_;  // the first write/commit error; reported at the next snapshot or Close
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> NewFileSink(const OperatorConfig& c) { return std::make_unique<FileSink>(c); }
+
+}  // namespace cairn

@@ -1,0 +1,111 @@
+#include "operators/generator_source.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/coding.h"
+#include "operators/operator_factories.h"
+#include "operators/rate_limiter.h"
+
+namespace cairn {
+
+std::string WordForRank(int64_t r) {
+  static const char* kSyllables[16] = {"ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo",
+                                       "de", "ba", "zu", "pe", "gi", "fo", "ha", "ju"};
+  std::string w;
+  int64_t x = r + 1;
+  while (x > 0) {
+    --x;
+    w += kSyllables[x % 16];
+    x /= 16;
+  }
+  return w;
+}
+
+static uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+WordGenerator::WordGenerator(const GeneratorParams& p) : p_(p) {
+  lines_ = p.words_per_line > 0 ? (p.words + p.words_per_line - 1) / p.words_per_line : 0;
+  cdf_.resize(static_cast<size_t>(p.vocabulary));
+  double sum = 0;
+  for (int64_t r = 0; r < p.vocabulary; ++r) {
+    sum += 1.0 / std::pow(static_cast<double>(r + 1), p.zipf);
+    cdf_[static_cast<size_t>(r)] = sum;
+  }
+  for (double& c : cdf_) c /= sum;
+  words_.reserve(cdf_.size());
+  for (int64_t r = 0; r < p.vocabulary; ++r) words_.push_back(WordForRank(r));
+}
+
+void WordGenerator::Line(int64_t n, std::string* out) const {
+  uint64_t state = static_cast<uint64_t>(p_.seed) * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(n);
+  int64_t count = std::min(p_.words_per_line, p_.words - n * p_.words_per_line);
+  for (int64_t i = 0; i < count; ++i) {
+    double u = static_cast<double>(SplitMix64(&state) >> 11) * 0x1.0p-53;
+    size_t r = static_cast<size_t>(std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
+    if (r >= words_.size()) r = words_.size() - 1;
+    if (i > 0) out->push_back(' ');
+    out->append(words_[r]);
+  }
+}
+
+namespace {
+
+// Subtask i of p emits lines i, i+p, i+2p, ...; its state is the next line index.
+class GeneratorSource final : public SourceOperator {
+ public:
+  explicit GeneratorSource(const OperatorConfig& c)
+      : gen_(GeneratorParams{c.GetInt("words"), c.GetInt("words_per_line"), c.GetInt("vocabulary"), c.GetDouble("zipf"),
+                             c.GetInt("seed")}),
+        limiter_(c.GetInt("rate")) {}
+
+  Status Open(OperatorContext& ctx) override {
+    step_ = ctx.parallelism;
+    next_ = ctx.subtask;
+    if (ctx.restored_operator_state) {
+      Decoder d(*ctx.restored_operator_state);
+      uint64_t next;
+      if (!d.GetFixed64(&next) || !d.done())
+        return Status::Corruption("operator " + ctx.operator_id + ": damaged generator position in the checkpoint");
+      next_ = static_cast<int64_t>(next);
+    }
+    return Status::OK();
+  }
+
+  PollResult Poll(RecordBatch* out, size_t max_records, Clock::time_point* resume_at) override {
+    if (next_ >= gen_.lines()) return PollResult::kExhausted;
+    size_t allowed = limiter_.Allowed(max_records, resume_at);
+    if (allowed == 0) return PollResult::kWait;
+    size_t n = 0;
+    for (; n < allowed && next_ < gen_.lines(); ++n, next_ += step_) {
+      line_.clear();
+      gen_.Line(next_, &line_);
+      out->Add(line_);
+    }
+    limiter_.Consumed(n);
+    return PollResult::kMore;
+  }
+
+  Status SnapshotState(CheckpointId, OperatorSnapshot* snap) override {
+    PutFixed64(&snap->operator_state, static_cast<uint64_t>(next_));
+    return Status::OK();
+  }
+
+ private:
+  WordGenerator gen_;
+  RateLimiter limiter_;
+  int64_t step_ = 1;
+  int64_t next_ = 0;
+  std::string line_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> NewGeneratorSource(const OperatorConfig& c) { return std::make_unique<GeneratorSource>(c); }
+
+}  // namespace cairn
