@@ -1,0 +1,700 @@
+// The job loader: YAML text -> overrides applied to the tree -> validated JobSpec.
+//
+// Reading happens in three passes over the YAML tree: ApplyOverride edits the tree (and
+// remembers which nodes it made, so that errors in them say "--set <path>"), JobReader checks
+// every key and value and fills the JobSpec, and CheckGraph checks the edges between operators.
+// The first problem found ends the load.
+#include "jobs/job_loader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "operators/registry.h"
+
+namespace cairn {
+
+namespace {
+
+constexpr int64_t kMaxMaxParallelism = 32768;
+constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
+
+const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "operators"};
+const std::vector<std::string> kCheckpointKeys = {"interval",       "mode",   "dir",
+                                                  "timeout",        "min_pause", "max_concurrent",
+                                                  "tolerable_failures", "retain", "aligned_timeout"};
+const std::vector<std::string> kOperatorCommonKeys = {"id", "type", "parallelism", "inputs", "key_by"};
+const char* const kDurationForms = "a duration (e.g. 250ms, 1s, 2m, 1h, or a number of milliseconds)";
+
+std::string Join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string s;
+  for (const auto& i : items) {
+    if (!s.empty()) s += sep;
+    s += i;
+  }
+  return s;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& x) {
+  for (const auto& i : v)
+    if (i == x) return true;
+  return false;
+}
+
+// The keys an operator of type `t` accepts: the common ones, then the type's parameters.
+std::vector<std::string> OperatorKeys(const OperatorType& t) {
+  std::vector<std::string> keys = kOperatorCommonKeys;
+  for (const auto& p : t.params) keys.push_back(p.name);
+  return keys;
+}
+
+std::string TypeNames(bool sources_only = false) {
+  std::vector<std::string> names;
+  for (const auto& t : OperatorTypes())
+    if (!sources_only || t.role == OperatorRole::kSource) names.push_back(t.name);
+  return Join(names);
+}
+
+bool ParseInt(const std::string& text, int64_t* out) {
+  const char* b = text.data();
+  const char* e = b + text.size();
+  if (b != e && *b == '+') ++b;
+  if (b == e) return false;
+  auto [p, ec] = std::from_chars(b, e, *out);
+  return ec == std::errc() && p == e;
+}
+
+bool ParseDouble(const std::string& text, double* out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  *out = std::strtod(text.c_str(), &end);
+  return errno == 0 && end == text.c_str() + text.size() && std::isfinite(*out);
+}
+
+bool ParseBool(const std::string& text, bool* out) {
+  static const std::set<std::string> kTrue = {"true", "True", "TRUE", "yes", "on"};
+  static const std::set<std::string> kFalse = {"false", "False", "FALSE", "no", "off"};
+  if (kTrue.count(text)) return *out = true, true;
+  if (kFalse.count(text)) return *out = false, true;
+  return false;
+}
+
+std::string Describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    default: return "nothing";
+  }
+}
+
+// One key of a YAML map with its value; `key` locates the value when the value is null
+// (yaml-cpp gives an empty value the position of whatever follows it).
+struct Entry {
+  bool present = false;
+  YAML::Node key;
+  YAML::Node value;
+};
+
+Entry Find(const YAML::Node& map, const std::string& name) {
+  for (auto it = map.begin(); it != map.end(); ++it)
+    if (it->first.IsScalar() && it->first.Scalar() == name) return Entry{true, it->first, it->second};
+  return Entry{};
+}
+
+// Remembers the nodes that --set put into the tree, so that messages about them name the
+// override instead of a file position.
+class OverrideLog {
+ public:
+  void Add(const YAML::Node& n, const std::string& path) { nodes_.emplace_back(n, path); }
+  const std::string* PathOf(const YAML::Node& n) const {
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
+      if (it->first.is(n)) return &it->second;
+    return nullptr;
+  }
+
+ private:
+  std::vector<std::pair<YAML::Node, std::string>> nodes_;
+};
+
+// Turns nodes into "file:line:col" (or "--set path") and builds errors that start with it.
+class Locator {
+ public:
+  Locator(std::string file, const OverrideLog* log) : file_(std::move(file)), log_(log) {}
+
+  std::string Where(const YAML::Node& n) const {
+    if (const std::string* path = log_->PathOf(n)) return "--set " + *path;
+    YAML::Mark m = n.Mark();
+    if (m.is_null()) return file_;
+    return file_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  }
+  std::string Where(const Entry& e) const {
+    if (log_->PathOf(e.value) != nullptr || !e.value.IsNull()) return Where(e.value);
+    return Where(e.key);
+  }
+  Status Error(const YAML::Node& at, const std::string& what) const {
+    return Status::InvalidArgument(Where(at) + ": " + what);
+  }
+  Status Error(const Entry& at, const std::string& what) const {
+    return Status::InvalidArgument(Where(at) + ": " + what);
+  }
+
+ private:
+  std::string file_;
+  const OverrideLog* log_;
+};
+
+// ---- Overrides ------------------------------------------------------------------------------
+
+Status SetError(const std::string& path, const std::string& what) {
+  return Status::InvalidArgument("--set " + path + ": " + what);
+}
+
+Status ApplyOverride(const std::string& arg, const Locator& loc, YAML::Node root, OverrideLog* log) {
+  size_t eq = arg.find('=');
+  if (eq == std::string::npos)
+    return Status::InvalidArgument("--set " + arg + ": expected KEY=VALUE, e.g. --set checkpoint.interval=500ms");
+  const std::string path = arg.substr(0, eq);
+  const std::string text = arg.substr(eq + 1);
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    size_t dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+
+  // Resolve the map that receives the value and the key in it.
+  YAML::Node target;  // assigned once: assigning a Node again would rewrite the tree
+  bool found = false;
+  std::string key;
+  const std::string& head = parts[0];
+  if (head == "job" || head == "parallelism" || head == "max_parallelism") {
+    if (parts.size() != 1) return SetError(path, "'" + head + "' is a single value, not a map");
+    target = root;
+    found = true;
+    key = head;
+  } else if (head == "checkpoint") {
+    const std::string known = "known keys: " + Join(kCheckpointKeys);
+    if (parts.size() != 2) return SetError(path, "expected checkpoint.<key> (" + known + ")");
+    key = parts[1];
+    if (!Contains(kCheckpointKeys, key)) return SetError(path, "unknown key '" + key + "' in checkpoint (" + known + ")");
+    Entry cp = Find(root, "checkpoint");
+    if (cp.present && !cp.value.IsMap())
+      return SetError(path, "checkpoint at " + loc.Where(cp) + " is not a map");
+    if (!cp.present) root["checkpoint"] = YAML::Node(YAML::NodeType::Map);
+    target = root["checkpoint"];
+    found = true;
+  } else if (head == "operators") {
+    if (parts.size() != 3) return SetError(path, "expected operators.<id>.<key>");
+    const std::string& id = parts[1];
+    key = parts[2];
+    Entry ops = Find(root, "operators");
+    std::vector<std::string> ids;
+    if (ops.present && ops.value.IsSequence()) {
+      for (YAML::Node op : ops.value) {
+        if (!op.IsMap()) continue;
+        Entry e = Find(op, "id");
+        if (!e.present || !e.value.IsScalar()) continue;
+        ids.push_back(e.value.Scalar());
+        if (e.value.Scalar() == id && !found) {
+          target = op;
+          found = true;
+        }
+      }
+    }
+    if (!found) return SetError(path, "unknown operator id '" + id + "' (operators: " + Join(ids) + ")");
+    Entry type = Find(target, "type");
+    const OperatorType* t = type.present && type.value.IsScalar() ? FindOperatorType(type.value.Scalar()) : nullptr;
+    // With an unknown type the job fails anyway, at the type; accept the common keys here.
+    std::vector<std::string> known = t ? OperatorKeys(*t) : kOperatorCommonKeys;
+    if (!Contains(known, key))
+      return SetError(path, "unknown key '" + key + "' for operator '" + id + "'" +
+                                (t ? " of type " + t->name : "") + " (known keys: " + Join(known) + ")");
+  } else {
+    return SetError(path, "unknown key '" + head +
+                              "' (known: job, parallelism, max_parallelism, checkpoint.<key>, operators.<id>.<key>)");
+  }
+
+  // A node of its own (never the shared empty Node), so that the log can recognise it.
+  const bool inputs = head == "operators" && key == "inputs";
+  YAML::Node value(inputs ? YAML::NodeType::Sequence : YAML::NodeType::Null);
+  if (inputs) {
+    for (size_t start = 0; !text.empty();) {
+      size_t comma = text.find(',', start);
+      std::string id = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      while (!id.empty() && id.front() == ' ') id.erase(0, 1);
+      while (!id.empty() && id.back() == ' ') id.pop_back();
+      if (id.empty()) return SetError(path, "empty operator id in the list '" + text + "'");
+      YAML::Node item(id);
+      log->Add(item, path);
+      value.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else {
+    try {
+      YAML::Node loaded = YAML::Load(text);
+      if (!loaded.IsNull()) value = loaded;
+    } catch (const YAML::ParserException& e) {
+      return SetError(path, "value is not valid YAML: " + e.msg);
+    }
+  }
+  log->Add(value, path);
+  target[key] = value;
+  return Status::OK();
+}
+
+// ---- Reading values -------------------------------------------------------------------------
+
+// Reads keys and values of a job tree into a JobSpec, checking each against what it may be.
+class JobReader {
+ public:
+  explicit JobReader(const Locator& loc) : loc_(loc) {}
+
+  Status Read(const YAML::Node& root, JobSpec* spec);
+  // Where each operator's nodes are, by index in spec->operators, for CheckGraph's messages.
+  struct OperatorNodes {
+    YAML::Node map;
+    Entry parallelism;
+    Entry inputs;
+    std::vector<YAML::Node> input_items;  // one per input; the inputs node itself for a bare id
+    Entry key_by;
+  };
+  const std::vector<OperatorNodes>& nodes() const { return nodes_; }
+  const YAML::Node& operators_node() const { return operators_node_; }
+
+ private:
+  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where);
+  Status ReadCheckpoint(const Entry& e, CheckpointConfig* cp);
+  Status ReadOperator(const YAML::Node& n, const JobSpec& spec, OperatorConfig* op);
+  Status ReadParam(const Entry& e, const ParamSpec& p, const std::string& label, std::string* out);
+
+  Status Expected(const Entry& e, const std::string& label, const std::string& expected) const {
+    return loc_.Error(e, label + " must be " + expected + ", got " + Describe(e.value));
+  }
+  Status Text(const Entry& e, const std::string& label, const std::string& expected, std::string* out) const {
+    if (!e.value.IsScalar()) return Expected(e, label, expected);
+    *out = e.value.Scalar();
+    return Status::OK();
+  }
+  Status String(const Entry& e, const std::string& label, bool non_empty, std::string* out) const {
+    CAIRN_RETURN_IF_ERROR(Text(e, label, non_empty ? "a non-empty string" : "a string", out));
+    if (non_empty && out->empty()) return Expected(e, label, "a non-empty string");
+    return Status::OK();
+  }
+  Status Int(const Entry& e, const std::string& label, int64_t min, int64_t max, int64_t* out) const {
+    std::string expected = "an integer >= " + std::to_string(min);
+    if (max != kUint32Max && max != std::numeric_limits<int64_t>::max())
+      expected = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    std::string text;
+    CAIRN_RETURN_IF_ERROR(Text(e, label, expected, &text));
+    if (!ParseInt(text, out) || *out < min || *out > max) return Expected(e, label, expected);
+    return Status::OK();
+  }
+  Status U32(const Entry& e, const std::string& label, int64_t min, uint32_t* out) const {
+    int64_t v = 0;
+    CAIRN_RETURN_IF_ERROR(Int(e, label, min, kUint32Max, &v));
+    *out = static_cast<uint32_t>(v);
+    return Status::OK();
+  }
+  Status Duration(const Entry& e, const std::string& label, bool positive, Millis* out) const {
+    std::string expected = positive ? std::string(kDurationForms) + " > 0" : kDurationForms;
+    std::string text;
+    CAIRN_RETURN_IF_ERROR(Text(e, label, expected, &text));
+    if (!ParseDuration(text, out) || (positive && out->count() == 0)) return Expected(e, label, expected);
+    return Status::OK();
+  }
+
+  const Locator& loc_;
+  std::vector<OperatorNodes> nodes_;
+  YAML::Node operators_node_;
+};
+
+Status JobReader::CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where) {
+  std::map<std::string, YAML::Node> seen;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const YAML::Node k = it->first;  // a copy: `it->` returns a temporary proxy
+    if (!k.IsScalar()) return loc_.Error(k, "a key " + where + " must be a name, got " + Describe(k));
+    const std::string& name = k.Scalar();
+    if (!Contains(known, name))
+      return loc_.Error(k, "unknown key '" + name + "' " + where + " (known keys: " + Join(known) + ")");
+    auto [first, inserted] = seen.emplace(name, k);
+    if (!inserted)
+      return loc_.Error(k, "duplicate key '" + name + "' " + where + " (first at " + loc_.Where(first->second) + ")");
+  }
+  return Status::OK();
+}
+
+Status JobReader::Read(const YAML::Node& root, JobSpec* spec) {
+  CAIRN_RETURN_IF_ERROR(CheckKeys(root, kTopKeys, "at top level"));
+
+  Entry job = Find(root, "job");
+  if (!job.present) return loc_.Error(root, "missing required key 'job' (the job name)");
+  CAIRN_RETURN_IF_ERROR(String(job, "job", true, &spec->name));
+
+  if (Entry e = Find(root, "max_parallelism"); e.present) {
+    int64_t v = 0;
+    CAIRN_RETURN_IF_ERROR(Int(e, "max_parallelism", 1, kMaxMaxParallelism, &v));
+    spec->max_parallelism = static_cast<uint32_t>(v);
+  }
+  if (Entry e = Find(root, "parallelism"); e.present) {
+    CAIRN_RETURN_IF_ERROR(U32(e, "parallelism", 1, &spec->parallelism));
+    if (spec->parallelism > spec->max_parallelism)
+      return loc_.Error(e, "parallelism " + std::to_string(spec->parallelism) + " is greater than max_parallelism " +
+                               std::to_string(spec->max_parallelism));
+  }
+  if (Entry e = Find(root, "checkpoint"); e.present) CAIRN_RETURN_IF_ERROR(ReadCheckpoint(e, &spec->checkpoint));
+
+  Entry ops = Find(root, "operators");
+  if (!ops.present) return loc_.Error(root, "missing required key 'operators' (the list of operators)");
+  if (!ops.value.IsSequence() || ops.value.size() == 0)
+    return Expected(ops, "operators", "a non-empty list of operators");
+  operators_node_ = ops.value;
+  std::map<std::string, YAML::Node> first_id;
+  for (const YAML::Node& n : ops.value) {
+    OperatorConfig op;
+    CAIRN_RETURN_IF_ERROR(ReadOperator(n, *spec, &op));
+    const YAML::Node& id_node = Find(n, "id").value;
+    auto [first, inserted] = first_id.emplace(op.id, id_node);
+    if (!inserted)
+      return loc_.Error(id_node, "duplicate operator id '" + op.id + "' (first defined at " +
+                                     loc_.Where(first->second) + ")");
+    spec->operators.push_back(std::move(op));
+  }
+  return Status::OK();
+}
+
+Status JobReader::ReadCheckpoint(const Entry& e, CheckpointConfig* cp) {
+  if (!e.value.IsMap()) return Expected(e, "checkpoint", "a map (keys: " + Join(kCheckpointKeys) + ")");
+  const YAML::Node& m = e.value;
+  CAIRN_RETURN_IF_ERROR(CheckKeys(m, kCheckpointKeys, "in checkpoint"));
+  if (Entry v = Find(m, "interval"); v.present)
+    CAIRN_RETURN_IF_ERROR(Duration(v, "checkpoint.interval", false, &cp->interval));
+  if (Entry v = Find(m, "mode"); v.present) {
+    const char* expected = "one of aligned, unaligned, at_least_once";
+    std::string mode;
+    CAIRN_RETURN_IF_ERROR(Text(v, "checkpoint.mode", expected, &mode));
+    if (mode == "aligned") cp->mode = CheckpointMode::kAligned;
+    else if (mode == "unaligned") cp->mode = CheckpointMode::kUnaligned;
+    else if (mode == "at_least_once") cp->mode = CheckpointMode::kAtLeastOnce;
+    else return Expected(v, "checkpoint.mode", expected);
+  }
+  if (Entry v = Find(m, "dir"); v.present) CAIRN_RETURN_IF_ERROR(String(v, "checkpoint.dir", true, &cp->dir));
+  if (Entry v = Find(m, "timeout"); v.present)
+    CAIRN_RETURN_IF_ERROR(Duration(v, "checkpoint.timeout", true, &cp->timeout));
+  if (Entry v = Find(m, "min_pause"); v.present)
+    CAIRN_RETURN_IF_ERROR(Duration(v, "checkpoint.min_pause", false, &cp->min_pause));
+  if (Entry v = Find(m, "max_concurrent"); v.present)
+    CAIRN_RETURN_IF_ERROR(U32(v, "checkpoint.max_concurrent", 1, &cp->max_concurrent));
+  if (Entry v = Find(m, "tolerable_failures"); v.present)
+    CAIRN_RETURN_IF_ERROR(U32(v, "checkpoint.tolerable_failures", 0, &cp->tolerable_failures));
+  if (Entry v = Find(m, "retain"); v.present) CAIRN_RETURN_IF_ERROR(U32(v, "checkpoint.retain", 1, &cp->retain));
+  if (Entry v = Find(m, "aligned_timeout"); v.present)
+    CAIRN_RETURN_IF_ERROR(Duration(v, "checkpoint.aligned_timeout", false, &cp->aligned_timeout));
+  return Status::OK();
+}
+
+bool ValidId(const std::string& id) {
+  if (id.empty()) return false;
+  for (unsigned char c : id)
+    if (!std::isalnum(c) && c != '_' && c != '-') return false;
+  return true;
+}
+
+Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, OperatorConfig* op) {
+  if (!n.IsMap()) return loc_.Error(n, "an operator must be a map with at least id and type, got " + Describe(n));
+  Entry id = Find(n, "id");
+  Entry type = Find(n, "type");
+  // The id as far as it is known, for messages before it is checked.
+  std::string what = id.present && id.value.IsScalar() ? "operator '" + id.value.Scalar() + "'" : "operator";
+  if (!type.present) return loc_.Error(n, what + " is missing required key 'type' (known types: " + TypeNames() + ")");
+  CAIRN_RETURN_IF_ERROR(String(type, "type of " + what, true, &op->type));
+  const OperatorType* t = FindOperatorType(op->type);
+  if (t == nullptr)
+    return loc_.Error(type, what + " has unknown type '" + op->type + "' (known types: " + TypeNames() + ")");
+  CAIRN_RETURN_IF_ERROR(CheckKeys(n, OperatorKeys(*t), "in " + what + " of type " + t->name));
+
+  if (!id.present) return loc_.Error(n, "operator of type " + t->name + " is missing required key 'id'");
+  CAIRN_RETURN_IF_ERROR(String(id, "id of operator", true, &op->id));
+  if (!ValidId(op->id))
+    return Expected(id, "an operator id", "made of letters, digits, '_' and '-'");
+  what = "operator '" + op->id + "'";
+
+  OperatorNodes nodes;
+  nodes.map = n;
+  op->parallelism = spec.parallelism;
+  if (Entry e = Find(n, "parallelism"); e.present) {
+    nodes.parallelism = e;
+    CAIRN_RETURN_IF_ERROR(U32(e, "parallelism of " + what, 1, &op->parallelism));
+    if (op->parallelism > spec.max_parallelism)
+      return loc_.Error(e, what + " has parallelism " + std::to_string(op->parallelism) +
+                               ", greater than max_parallelism " + std::to_string(spec.max_parallelism));
+  }
+  if (Entry e = Find(n, "inputs"); e.present) {
+    nodes.inputs = e;
+    const std::string label = "inputs of " + what;
+    const char* expected = "an operator id or a list of operator ids";
+    if (e.value.IsScalar()) {
+      op->inputs.push_back(e.value.Scalar());
+      nodes.input_items.push_back(e.value);
+    } else if (e.value.IsSequence()) {
+      for (const YAML::Node& item : e.value) {
+        if (!item.IsScalar()) return loc_.Error(item, label + " must be operator ids, got " + Describe(item));
+        op->inputs.push_back(item.Scalar());
+        nodes.input_items.push_back(item);
+      }
+    } else {
+      return Expected(e, label, expected);
+    }
+  }
+  if (Entry e = Find(n, "key_by"); e.present) {
+    nodes.key_by = e;
+    CAIRN_RETURN_IF_ERROR(String(e, "key_by of " + what, true, &op->key_by));
+  }
+  for (const ParamSpec& p : t->params) {
+    Entry e = Find(n, p.name);
+    if (!e.present) {
+      if (p.required)
+        return loc_.Error(n, what + " (type " + t->name + ") is missing required parameter '" + p.name + "' (" +
+                                 ParamTypeName(p.type) + ": " + p.doc + ")");
+      op->params[p.name] = p.default_value;
+      continue;
+    }
+    CAIRN_RETURN_IF_ERROR(ReadParam(e, p, "parameter '" + p.name + "' of " + what, &op->params[p.name]));
+  }
+  op->location = loc_.Where(n);
+  nodes_.push_back(std::move(nodes));
+  return Status::OK();
+}
+
+Status JobReader::ReadParam(const Entry& e, const ParamSpec& p, const std::string& label, std::string* out) {
+  switch (p.type) {
+    case ParamType::kString: return String(e, label, p.required, out);
+    case ParamType::kInt: {
+      int64_t v = 0;
+      CAIRN_RETURN_IF_ERROR(Int(e, label, p.min_int, std::numeric_limits<int64_t>::max(), &v));
+      *out = std::to_string(v);
+      return Status::OK();
+    }
+    case ParamType::kDouble: {
+      double v = 0;
+      CAIRN_RETURN_IF_ERROR(Text(e, label, "a number", out));
+      if (!ParseDouble(*out, &v)) return Expected(e, label, "a number");
+      return Status::OK();
+    }
+    case ParamType::kDuration: {
+      Millis v{0};
+      CAIRN_RETURN_IF_ERROR(Duration(e, label, false, &v));
+      *out = e.value.Scalar();
+      return Status::OK();
+    }
+    case ParamType::kBool: {
+      bool v = false;
+      CAIRN_RETURN_IF_ERROR(Text(e, label, "a boolean (true or false)", out));
+      if (!ParseBool(*out, &v)) return Expected(e, label, "a boolean (true or false)");
+      *out = v ? "true" : "false";
+      return Status::OK();
+    }
+  }
+  return Status::Internal("unknown parameter type");
+}
+
+// ---- The graph ------------------------------------------------------------------------------
+
+// One cycle of the graph in data-flow order, its first operator repeated at the end
+// ("a -> b -> a"), or empty when the graph is acyclic. Inputs must name existing operators.
+std::vector<std::string> FindCycle(const std::vector<OperatorConfig>& ops) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < ops.size(); ++i) index[ops[i].id] = i;
+  std::vector<std::vector<size_t>> consumers(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const auto& in : ops[i].inputs) consumers[index.at(in)].push_back(i);
+
+  enum Color { kWhite, kGray, kBlack };
+  std::vector<Color> color(ops.size(), kWhite);
+  std::vector<size_t> path;
+  std::vector<std::string> cycle;
+  std::function<bool(size_t)> visit = [&](size_t v) {
+    color[v] = kGray;
+    path.push_back(v);
+    for (size_t w : consumers[v]) {
+      if (color[w] == kGray) {
+        size_t from = 0;
+        while (path[from] != w) ++from;
+        for (size_t k = from; k < path.size(); ++k) cycle.push_back(ops[path[k]].id);
+        cycle.push_back(ops[w].id);
+        return true;
+      }
+      if (color[w] == kWhite && visit(w)) return true;
+    }
+    path.pop_back();
+    color[v] = kBlack;
+    return false;
+  };
+  for (size_t v = 0; v < ops.size(); ++v)
+    if (color[v] == kWhite && visit(v)) break;
+  return cycle;
+}
+
+// Checks the edges: inputs exist and fit the roles, key_by fits the types and the inputs'
+// keys, forward edges join equal parallelism, there is a source, and there is no cycle.
+Status CheckGraph(const JobSpec& spec, const JobReader& reader, const Locator& loc) {
+  std::map<std::string, const OperatorConfig*> by_id;
+  for (const auto& op : spec.operators) by_id[op.id] = &op;
+  bool any_source = false;
+  for (size_t i = 0; i < spec.operators.size(); ++i) {
+    const OperatorConfig& op = spec.operators[i];
+    const JobReader::OperatorNodes& nodes = reader.nodes()[i];
+    const OperatorType& t = *FindOperatorType(op.type);
+    const std::string what = "operator '" + op.id + "'";
+    if (t.role == OperatorRole::kSource) {
+      any_source = true;
+      if (!op.inputs.empty())
+        return loc.Error(nodes.inputs, what + " is a source (type " + t.name + ") and cannot have inputs");
+    } else if (op.inputs.empty()) {
+      const std::string needs = what + " (type " + t.name + ") needs inputs: the ids of the operators it reads from";
+      return nodes.inputs.present ? loc.Error(nodes.inputs, needs) : loc.Error(nodes.map, needs);
+    }
+    if (!op.key_by.empty() && !t.keyed)
+      return loc.Error(nodes.key_by, what + " has key_by, but its type " + t.name +
+                                         " is not keyed (keyed types take key_by; others read their inputs as they come)");
+    if (op.key_by.empty() && t.keyed)
+      return loc.Error(nodes.map, what + " (type " + t.name + ") is keyed and needs key_by: the field its input is keyed by");
+
+    std::set<std::string> seen;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const std::string& in = op.inputs[k];
+      const YAML::Node& at = nodes.input_items[k];
+      if (in == op.id) return loc.Error(at, what + " lists itself as an input");
+      if (!seen.insert(in).second) return loc.Error(at, what + " lists input '" + in + "' more than once");
+      auto it = by_id.find(in);
+      if (it == by_id.end())
+        return loc.Error(at, what + " has input '" + in + "', which is not an operator id in this job");
+      const OperatorConfig& input = *it->second;
+      const OperatorType& it_type = *FindOperatorType(input.type);
+      if (it_type.role == OperatorRole::kSink)
+        return loc.Error(at, what + " has input '" + in + "', which is a sink (type " + it_type.name +
+                                 ") and emits nothing");
+      if (!op.key_by.empty() && it_type.output.key != op.key_by)
+        return loc.Error(nodes.key_by, what + " has key_by '" + op.key_by + "', but its input '" + in +
+                                           "' (type " + it_type.name + ") emits records keyed by '" +
+                                           it_type.output.key + "'");
+      if (op.key_by.empty() && input.parallelism != op.parallelism)
+        return loc.Error(at, what + " has parallelism " + std::to_string(op.parallelism) + " but its input '" + in +
+                                 "' has " + std::to_string(input.parallelism) + "; add key_by or make them equal");
+    }
+  }
+  if (!any_source)
+    return loc.Error(reader.operators_node(), "the job has no source operator (source types: " +
+                                                  TypeNames(/*sources_only=*/true) + ")");
+  std::vector<std::string> cycle = FindCycle(spec.operators);
+  if (!cycle.empty()) {
+    size_t i = 0;
+    while (spec.operators[i].id != cycle[0]) ++i;
+    return loc.Error(reader.nodes()[i].map, "cycle: " + Join(cycle, " -> "));
+  }
+  return Status::OK();
+}
+
+Status Load(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides,
+            JobSpec* out) {
+  OverrideLog log;
+  Locator loc(name, &log);
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(yaml);
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+  }
+  if (docs.empty() || docs[0].IsNull()) return Status::InvalidArgument(name + ": empty job file");
+  if (docs.size() > 1) return loc.Error(docs[1], "a job file holds one YAML document; found another one here");
+  YAML::Node root = docs[0];
+  if (!root.IsMap())
+    return loc.Error(root, "a job file must be a map with keys " + Join(kTopKeys) + ", got " + Describe(root));
+
+  try {
+    for (const std::string& o : overrides) CAIRN_RETURN_IF_ERROR(ApplyOverride(o, loc, root, &log));
+    JobSpec spec;
+    spec.source_file = name;
+    JobReader reader(loc);
+    CAIRN_RETURN_IF_ERROR(reader.Read(root, &spec));
+    CAIRN_RETURN_IF_ERROR(CheckGraph(spec, reader, loc));
+    *out = std::move(spec);
+  } catch (const YAML::Exception& e) {  // a bug here rather than bad input, but say where
+    return Status::InvalidArgument(name + ": " + e.what());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+bool ParseDuration(const std::string& text, Millis* out) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return false;
+  int64_t n = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + digits, n);
+  if (ec != std::errc()) return false;
+  const std::string_view unit = std::string_view(text).substr(digits);
+  int64_t scale = 0;
+  if (unit.empty() || unit == "ms") scale = 1;
+  else if (unit == "s") scale = 1000;
+  else if (unit == "m") scale = 60 * 1000;
+  else if (unit == "h") scale = 60 * 60 * 1000;
+  else return false;
+  if (n > std::numeric_limits<int64_t>::max() / scale) return false;
+  *out = Millis(n * scale);
+  return true;
+}
+
+Status LoadJobFromString(const std::string& yaml, const std::string& name,
+                         const std::vector<std::string>& overrides, JobSpec* out) {
+  return Load(yaml, name, overrides, out);
+}
+
+Status LoadJob(const std::string& path, const std::vector<std::string>& overrides, JobSpec* out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string text;
+  int err = 0;
+  if (fd < 0) {
+    err = errno;
+  } else {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        text.append(buf, static_cast<size_t>(n));
+      } else if (n == 0) {
+        break;
+      } else if (errno != EINTR) {
+        err = errno;
+        break;
+      }
+    }
+    ::close(fd);
+  }
+  if (err != 0) {
+    std::string msg = path + ": cannot read: " + std::strerror(err);
+    return err == ENOENT ? Status::NotFound(std::move(msg)) : Status::InvalidArgument(std::move(msg));
+  }
+  return Load(text, path, overrides, out);
+}
+
+}  // namespace cairn
