@@ -91,11 +91,13 @@ bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
   const RecordBatch* cur = &in;
   for (size_t i = from; i < chain_.size(); ++i) {
     buffers_[i].clear();
+    // A sink's "output" is what it consumed.
+    if (i + 1 == chain_.size() && !out_.has_outputs()) records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
     chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
     cur = &buffers_[i];
   }
-  records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
   if (!out_.has_outputs()) return true;
+  records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
   return out_.Emit(&buffers_.back());
 }
 

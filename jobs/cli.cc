@@ -112,7 +112,7 @@ int CmdValidate(const std::vector<std::string>& args) {
   Status s = LoadJob(ja.file, ja.sets, &spec);
   if (!s.ok()) return Report(s);
   ExecutionPlan plan = ExecutionPlan::Build(spec);
-  printf("%s: valid job '%s' with %zu operators in %zu tasks chains:\n", ja.file.c_str(), spec.name.c_str(),
+  printf("%s: valid job '%s' with %zu operators in %zu chains:\n", ja.file.c_str(), spec.name.c_str(),
          spec.operators.size(), plan.chains.size());
   for (size_t c = 0; c < plan.chains.size(); ++c)
     printf("  %s  parallelism %u\n", plan.ChainName(spec, static_cast<int>(c)).c_str(), plan.chains[c].parallelism);
