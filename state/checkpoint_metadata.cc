@@ -229,7 +229,7 @@ class MetadataParser {
       CAIRN_RETURN_IF_ERROR(ParseSubtaskAttribute(key, value, &h));
     }
     static constexpr const char* kRequired[] = {"op",          "index",          "parallelism", "key_groups",
-                                                "keyed",       "operator_state", "state_bytes", "channel_state_bytes",
+                                                "keyed",       "operator_state", "channel_state", "state_bytes", "channel_state_bytes",
                                                 "alignment_ms", "sync_ms",       "async_ms"};
     for (const char* k : kRequired) {
       if (seen.count(k) == 0) return LineError("subtask: missing attribute " + std::string(k));
@@ -269,8 +269,10 @@ class MetadataParser {
       }
       return Status::OK();
     }
-    if (key == "keyed" || key == "operator_state") {
-      std::string* dest = key == "keyed" ? &h->keyed_dir : &h->operator_state_file;
+    if (key == "keyed" || key == "operator_state" || key == "channel_state") {
+      std::string* dest = key == "keyed" ? &h->keyed_dir
+                          : key == "operator_state" ? &h->operator_state_file
+                                                    : &h->channel_state_file;
       CAIRN_RETURN_IF_ERROR(String(key, value, dest));
       if (!IsContainedRelativePath(*dest)) {
         return LineError("subtask: " + std::string(key) + " path " + Quote(*dest) +
@@ -348,6 +350,7 @@ std::string EncodeMetadata(const CheckpointMetadata& m) {
     out += " key_groups=" + h.key_groups.ToString();
     out += " keyed=" + Escape(h.keyed_dir);
     out += " operator_state=" + Escape(h.operator_state_file);
+    out += " channel_state=" + Escape(h.channel_state_file);
     out += " state_bytes=" + std::to_string(h.state_bytes);
     out += " channel_state_bytes=" + std::to_string(h.channel_state_bytes);
     out += " alignment_ms=" + std::to_string(h.alignment_ms);

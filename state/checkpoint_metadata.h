@@ -28,6 +28,7 @@ struct SubtaskStateHandle {
   KeyGroupRange key_groups;
   std::string keyed_dir;            // relative to the checkpoint dir; "" when not keyed
   std::string operator_state_file;  // relative to the checkpoint dir; "" when none
+  std::string channel_state_file;   // relative; in-flight records of the input channels, "" when none
   uint64_t state_bytes = 0;         // keyed + operator state
   uint64_t channel_state_bytes = 0;
   int64_t alignment_ms = 0;
@@ -40,7 +41,8 @@ struct CheckpointMetadata {
   std::string job_name;
   int64_t trigger_time_ms = 0;  // Unix epoch milliseconds
   int64_t duration_ms = 0;      // trigger to completion
-  std::string mode;             // "aligned", "unaligned", "aligned->unaligned", "at_least_once"
+  std::string mode;             // "aligned", "unaligned", "aligned->unaligned" (switched by
+                                // checkpoint.aligned_timeout at some task), "at_least_once"
   uint32_t max_parallelism = 128;
   uint64_t state_bytes = 0;
   uint64_t channel_state_bytes = 0;

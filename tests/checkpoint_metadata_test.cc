@@ -55,6 +55,7 @@ CheckpointMetadata Sample() {
   SubtaskStateHandle c;
   c.operator_id = "sink=ü\n";
   c.operator_state_file = "sink-0/operator.state";
+  c.channel_state_file = "sink-0/channel.state";
   m.subtasks = {a, b, c};
   return m;
 }
@@ -82,6 +83,7 @@ void ExpectSame(const CheckpointMetadata& x, const CheckpointMetadata& y) {
     EXPECT_EQ(a.key_groups, b.key_groups);
     EXPECT_EQ(a.keyed_dir, b.keyed_dir);
     EXPECT_EQ(a.operator_state_file, b.operator_state_file);
+    EXPECT_EQ(a.channel_state_file, b.channel_state_file);
     EXPECT_EQ(a.state_bytes, b.state_bytes);
     EXPECT_EQ(a.channel_state_bytes, b.channel_state_bytes);
     EXPECT_EQ(a.alignment_ms, b.alignment_ms);
@@ -145,7 +147,7 @@ TEST(CheckpointMetadata, EncodingIsOneLinePerFieldWithEscapedStrings) {
   EXPECT_EQ(e.rfind("cairn-checkpoint 1\nid 7\njob word%20count%20%3D%20fun%0Asecond", 0), 0u) << e;
   EXPECT_TRUE(Contains(e, "\nmode aligned-%3Eunaligned\n")) << e;
   EXPECT_TRUE(Contains(e, "\nsubtask op=count%20words index=0 parallelism=2 key_groups=0-63 "
-                          "keyed=count%2520words-0/keyed operator_state=- state_bytes=1000 "
+                          "keyed=count%2520words-0/keyed operator_state=- channel_state=- state_bytes=1000 "
                           "channel_state_bytes=5 alignment_ms=12 sync_ms=3 async_ms=40\n"))
       << e;
   EXPECT_TRUE(Contains(e, " keyed=%2D ")) << e;
