@@ -1,13 +1,29 @@
 #include "engine/channel.h"
 
+#include <chrono>
+
 namespace cairn {
 
 Channel::Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer)
-    : name_(std::move(name)), queue_(capacity), recycled_(capacity + 2), producer_(producer), consumer_(consumer) {}
+    : name_(std::move(name)),
+      queue_(capacity),
+      recycled_(capacity + 2),
+      priority_(16),
+      producer_(producer),
+      consumer_(consumer) {}
 
-bool Channel::Push(StreamElement&& e) {
+void Channel::PushPriority(const PriorityEvent& e) {
+  priority_.enqueue(e);  // may allocate; the lane carries a few events per checkpoint
+  consumer_->Unpark();
+}
+
+bool Channel::TryPopPriority(PriorityEvent* e) { return priority_.try_dequeue(*e); }
+
+bool Channel::Push(StreamElement&& e, BlockedHandler* handler) {
   while (!queue_.try_enqueue(std::move(e))) {
     if (cancelled_.load(std::memory_order_acquire)) return false;
+    auto deadline = Parker::Clock::time_point::max();
+    if (handler != nullptr && !handler->OnBlocked(&deadline)) return false;
     uint32_t ticket = producer_->Prepare();
     producer_waiting_.store(true, std::memory_order_seq_cst);
     if (queue_.try_enqueue(std::move(e))) {
@@ -19,7 +35,7 @@ bool Channel::Push(StreamElement&& e) {
       producer_->Cancel();
       return false;
     }
-    producer_->Park(ticket);
+    producer_->Park(ticket, deadline);
     producer_waiting_.store(false, std::memory_order_relaxed);
   }
   consumer_->Unpark();

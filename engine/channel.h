@@ -1,11 +1,14 @@
 // A Channel is the FIFO edge from one producer subtask to one consumer subtask: a bounded
-// moodycamel ReaderWriterQueue (SPSC) of StreamElements, plus a return queue through which the
-// consumer hands emptied batches back for reuse.
+// moodycamel ReaderWriterQueue (SPSC) of StreamElements (the data lane), a small priority lane
+// beside it on which unaligned barriers and barrier announcements overtake the data, and a
+// return queue through which the consumer hands emptied batches back for reuse.
 //
-// Contract: exactly one producer thread calls Push/TakeEmptyBatch, exactly one consumer thread
-// calls TryPop/Recycle. A full channel is backpressure: Push parks the producer (on its task's
-// Parker) until the consumer frees a slot or the channel is cancelled. A push wakes the
-// consumer's Parker. Nothing spins.
+// Contract: exactly one producer thread calls Push/PushPriority/TakeEmptyBatch, exactly one
+// consumer thread calls TryPop/TryPopPriority/Recycle. A full data lane is backpressure: Push
+// parks the producer (on its task's Parker) until the consumer frees a slot or the channel is
+// cancelled; while parked it calls the BlockedHandler, so the producer's task can still take
+// unaligned snapshots. The priority lane never blocks. Every push wakes the consumer's Parker.
+// Nothing spins.
 #pragma once
 
 #include <readerwriterqueue/readerwriterqueue.h>
@@ -19,6 +22,15 @@
 
 namespace cairn {
 
+// Called by a producer that is blocked on a full channel, before it parks and after each
+// wake-up. Returns false to give up (the job is cancelled). *deadline: when to call it again
+// at the latest (time_point::max() for no deadline).
+class BlockedHandler {
+ public:
+  virtual ~BlockedHandler() = default;
+  virtual bool OnBlocked(std::chrono::steady_clock::time_point* deadline) = 0;
+};
+
 class Channel {
  public:
   // `capacity` in elements (batches); `name` like "tokenize[0]->count[1]".
@@ -26,8 +38,12 @@ class Channel {
 
   const std::string& name() const { return name_; }
 
-  // Blocks while the channel is full. Returns false (dropping `e`) once Cancel() was called.
-  bool Push(StreamElement&& e);
+  // Blocks while the channel is full. Returns false (dropping `e`) once Cancel() was called or
+  // the handler gave up.
+  bool Push(StreamElement&& e, BlockedHandler* handler = nullptr);
+  void PushPriority(const PriorityEvent& e);
+  bool TryPopPriority(PriorityEvent* e);
+  bool HasPriority() const { return priority_.peek() != nullptr; }
   // Non-blocking; true when an element was taken.
   bool TryPop(StreamElement* e);
   // True when an element is waiting (consumer side).
@@ -47,6 +63,7 @@ class Channel {
   const std::string name_;
   moodycamel::ReaderWriterQueue<StreamElement> queue_;
   moodycamel::ReaderWriterQueue<std::unique_ptr<RecordBatch>> recycled_;
+  moodycamel::ReaderWriterQueue<PriorityEvent> priority_;
   Parker* const producer_;
   Parker* const consumer_;
   std::atomic<bool> producer_waiting_{false};

@@ -132,6 +132,7 @@ void CheckpointCoordinator::Trigger(bool final_candidate) {
   b.id = p.id;
   b.trigger_time_ms = p.trigger_wall_ms;
   b.mode = spec_.checkpoint.mode;
+  b.aligned_timeout_ms = spec_.checkpoint.mode == CheckpointMode::kAligned ? spec_.checkpoint.aligned_timeout.count() : 0;
   pending_.emplace(p.id, std::move(p));
   for (Task* s : sources_) s->TriggerCheckpoint(b);
 }
@@ -149,6 +150,7 @@ void CheckpointCoordinator::OnAck(TaskAck ack) {
     return;
   }
   Pending& p = it->second;
+  p.switched |= ack.switched;
   for (auto& h : ack.handles) p.handles.push_back(std::move(h));
   if (++p.acks < tasks_.size()) return;
   Pending done = std::move(p);
@@ -161,7 +163,7 @@ void CheckpointCoordinator::Complete(Pending p) {
   m.id = p.id;
   m.job_name = spec_.name;
   m.trigger_time_ms = p.trigger_wall_ms;
-  m.mode = CheckpointModeName(spec_.checkpoint.mode);
+  m.mode = p.switched ? "aligned->unaligned" : CheckpointModeName(spec_.checkpoint.mode);
   m.max_parallelism = spec_.max_parallelism;
   m.sources_finished = p.final_candidate;
   std::sort(p.handles.begin(), p.handles.end(), [](const SubtaskStateHandle& a, const SubtaskStateHandle& b) {

@@ -77,6 +77,7 @@ class CheckpointCoordinator {
     int64_t trigger_wall_ms;
     bool final_candidate;
     size_t acks = 0;
+    bool switched = false;  // some task switched this aligned checkpoint to unaligned
     std::vector<SubtaskStateHandle> handles;
   };
   struct Event {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/input_gate.h"
 #include "engine/key_groups.h"
 #include "engine/status.h"
 #include "engine/stream_element.h"
@@ -42,8 +43,15 @@ struct PersistJob {
   Status sync_status;      // not OK: persist the deltas only, then decline
   int64_t alignment_ms = 0;
   int64_t sync_ms = 0;
-  std::vector<SnapshotPart> parts;
+  std::vector<SnapshotPart> parts;        // parts[0] is the chain head
+  bool switched = false;                  // an aligned checkpoint switched to unaligned here
+  std::unique_ptr<ChannelStateRecords> channel_state;  // unaligned: the head's input channels
 };
+
+// Encodes / decodes channel state as stored in channel.state (inside a checksummed blob).
+std::string EncodeChannelState(const ChannelStateRecords& c);
+// Fills `out` with channel name -> records. False when the bytes are malformed.
+bool DecodeChannelState(std::string_view bytes, std::vector<std::pair<std::string, RecordBatch>>* out);
 
 // A task's answer to a checkpoint: its state handles, or why it declined.
 struct TaskAck {
@@ -51,6 +59,7 @@ struct TaskAck {
   int task = 0;
   Status status;
   std::vector<SubtaskStateHandle> handles;
+  bool switched = false;
 };
 
 }  // namespace cairn

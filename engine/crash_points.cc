@@ -14,6 +14,7 @@ const CrashPointInfo kCrashPoints[] = {
     {"task.sync_snapshot", "a task took the synchronous part of its snapshot"},
     {"persist.keyed", "asynchronous persist: before keyed state is written to RocksDB"},
     {"persist.operator_state", "asynchronous persist: keyed state written, operator state not yet"},
+    {"persist.channel_state", "asynchronous persist: before the channel state of an unaligned checkpoint is written"},
     {"metadata.before_commit", "all tasks acknowledged; _metadata not yet written"},
     {"checkpoint.committed", "_metadata committed; operators not yet notified"},
     {"sink.commit", "the file sink renamed its first pending file of a completed checkpoint"},

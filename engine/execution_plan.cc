@@ -16,6 +16,8 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
 
   auto chainable = [&](int a, int b) {
     const OperatorConfig& cb = spec.operators[b];
+    const OperatorType* tb = FindOperatorType(cb.type);
+    if (tb != nullptr && tb->chain_head) return false;
     return cb.inputs.size() == 1 && index[cb.inputs[0]] == a && consumers[a].size() == 1 && cb.key_by.empty() &&
            cb.parallelism == spec.operators[a].parallelism;
   };

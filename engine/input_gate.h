@@ -1,18 +1,29 @@
 // InputGate is where records enter a task: it reads the task's input channels fairly and runs
-// the checkpoint barrier protocol on them (the BarrierAligner), turning channel elements into
-// task events: a batch to process, a checkpoint to take, the end of input, the end of stream.
+// the checkpoint barrier protocol on them (the barrier handler), turning channel elements into
+// task events: a batch to process, a checkpoint to take, a channel state that is complete, the
+// end of input, the end of stream.
 //
-// Aligned mode (exactly-once, Flink ABS): after the barrier of checkpoint n arrives on one
-// channel, that channel is blocked (not read) until barrier n has arrived on every channel
-// still open; then the gate reports the checkpoint with how long the alignment took and
-// unblocks all channels. Since channels are FIFO and every barrier follows all records sent
-// before it, the snapshot reflects exactly the records before the barriers.
+// Barrier handling, per checkpoint mode (see docs/checkpoints.md):
+// - aligned (Flink ABS, exactly-once): after barrier n arrives on a channel, that channel is
+//   blocked until barrier n arrived on every open channel; then the checkpoint is taken. With
+//   an aligned timeout, producers also announce each barrier on the priority lane; once the
+//   checkpoint is older than the timeout, the gate switches it to unaligned (below).
+// - unaligned (Chandy–Lamport with overtaking markers): the first barrier of checkpoint n, on
+//   the priority lane, triggers the snapshot at once; then, on every channel, the records that
+//   were sent before that channel's barrier but processed after the snapshot are copied into
+//   the checkpoint's channel state while being processed normally.
+// - at least once: nothing is blocked; the checkpoint is taken when barrier n arrived on every
+//   open channel. Records after an early barrier are in the state and may be replayed.
+// A priority event is always looked at before the data it overtook is processed: after every
+// pop from a channel, that channel's priority lane is drained first.
 //
-// Contract: used by the task thread only; Poll never blocks.
+// Contract: used by the task thread only; Poll and PollPriority never block.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/channel.h"
@@ -24,54 +35,108 @@ struct GateInput {
   int input_index;  // which of the head operator's logical inputs this channel feeds
 };
 
+// The in-flight records of one checkpoint, per input channel (gate order).
+struct ChannelStateRecords {
+  CheckpointId id = 0;
+  std::vector<std::string> channel_names;
+  std::vector<RecordBatch> records;
+};
+
 struct GateEvent {
-  enum class Kind { kNone, kBatch, kCheckpoint, kEndOfInput, kEndOfStream };
+  enum class Kind { kNone, kBatch, kCheckpoint, kChannelStateDone, kEndOfInput, kEndOfStream };
   Kind kind = Kind::kNone;
-  int input_index = 0;                // kBatch
-  Channel* channel = nullptr;         // kBatch: where to recycle the batch
-  std::unique_ptr<RecordBatch> batch; // kBatch
-  Barrier barrier;                    // kCheckpoint
-  int64_t alignment_ms = 0;           // kCheckpoint: first barrier to last
+  int input_index = 0;                 // kBatch
+  size_t slot = 0;                     // kBatch: the channel's index in the gate
+  Channel* channel = nullptr;          // kBatch: where to recycle the batch
+  std::unique_ptr<RecordBatch> batch;  // kBatch
+  Barrier barrier;                     // kCheckpoint
+  int64_t alignment_ms = 0;            // kCheckpoint: first barrier to snapshot
+  bool unaligned = false;              // kCheckpoint: channel state follows (kChannelStateDone)
+  bool switched = false;               // kCheckpoint: an aligned checkpoint switched to unaligned
+  std::unique_ptr<ChannelStateRecords> channel_state;  // kChannelStateDone
 };
 
 class InputGate {
  public:
+  using Clock = std::chrono::steady_clock;
   InputGate() = default;
   // Before the task starts.
-  void AddInput(GateInput in) {
-    inputs_.push_back(in);
-    state_.emplace_back();
-  }
+  void AddInput(GateInput in);
 
+  // The next event, or kNone when nothing is ready now.
   GateEvent Poll();
+  // The task calls this right before it processes rows [begin, end) of a batch from `slot`:
+  // they count as consumed, and are copied into the channel state of any checkpoint that was
+  // taken after they were sent but before they were processed.
+  void MarkProcessed(size_t slot, const RecordBatch& batch, size_t begin, size_t end);
+  // Only what the priority lanes and timers produce (kCheckpoint, kChannelStateDone): for a
+  // task that cannot take data now (blocked on output, or throttled).
+  GateEvent PollPriority();
   bool empty() const { return inputs_.empty(); }
-  // True when a readable (unblocked, open) channel has data.
-  bool HasReadableData() const;
+  // True when Poll may have something: data on a readable channel, a priority event, a stash.
+  bool HasWork() const;
+  // True when a priority event or an overtaken event waits (what PollPriority would look at).
+  bool HasPriorityWork() const;
+  // When a pending aligned checkpoint would time out (time_point::max() when none).
+  Clock::time_point NextDeadline() const;
+  const std::vector<GateInput>& inputs() const { return inputs_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  struct State {
-    bool blocked = false;       // barrier of the aligning checkpoint received
+  struct ChannelState {
+    bool blocked = false;  // aligned: barrier of the aligning checkpoint received
     bool end_of_input = false;
     bool end_of_stream = false;
+    uint64_t consumed = 0;              // records handed to the task
+    CheckpointId barrier_done = 0;      // highest checkpoint whose barrier this channel delivered
   };
-  GateEvent OnBarrier(size_t ch, const Barrier& b);
-  bool AlignmentComplete() const;
-  GateEvent FinishAlignment();
+  // One checkpoint this task has taken and is still recording channel state for.
+  struct Recording {
+    std::unique_ptr<ChannelStateRecords> records;
+    std::vector<uint64_t> start;  // channel position at the snapshot
+    std::vector<uint64_t> end;    // position of the channel's barrier; kUnknown until it is known
+  };
+  static constexpr uint64_t kUnknown = ~0ull;
+
+  GateEvent TakeStash();
+  GateEvent DrainPriority(size_t ch);
+  GateEvent OnDataBarrier(size_t ch, const Barrier& b);
+  GateEvent OnPriority(size_t ch, const PriorityEvent& e);
+  GateEvent CheckTimeout();
+  GateEvent StartAligned(const Barrier& b);
+  GateEvent SnapshotUnaligned(const Barrier& b, bool switched);
+  GateEvent CompleteAligned();
+  void SetEnd(size_t ch, CheckpointId id, uint64_t end);
+  GateEvent FinishedRecording();
+  GateEvent Deliver(size_t ch, std::unique_ptr<RecordBatch> b);
+  size_t OpenChannels() const { return inputs_.size() - ended_stream_; }
 
   std::vector<GateInput> inputs_;
-  std::vector<State> state_;
+  std::vector<ChannelState> state_;
   size_t next_ = 0;  // round-robin start
   size_t ended_input_ = 0;
   size_t ended_stream_ = 0;
   bool end_of_input_reported_ = false;
   bool end_of_stream_reported_ = false;
 
-  // BarrierAligner state.
+  // A popped batch held back while an event that precedes it is reported.
+  bool has_stash_ = false;
+  size_t stash_channel_ = 0;
+  std::unique_ptr<RecordBatch> stash_;
+  // A priority event taken off its lane but not handled yet (an older checkpoint came first).
+  bool has_priority_stash_ = false;
+  size_t priority_stash_channel_ = 0;
+  PriorityEvent priority_stash_;
+
+  // The checkpoint being aligned (aligned mode) or counted (at-least-once), if any.
   bool aligning_ = false;
   Barrier aligning_barrier_;
   size_t barriers_received_ = 0;
   Clock::time_point alignment_start_;
+  std::map<CheckpointId, size_t> at_least_once_counts_;
+  // Announced aligned barriers: checkpoint -> (channel -> position).
+  std::map<CheckpointId, std::map<size_t, uint64_t>> announced_;
+  CheckpointId last_snapshot_ = 0;     // highest checkpoint this task has snapshotted
+  std::map<CheckpointId, Recording> recordings_;
 };
 
 }  // namespace cairn

@@ -66,6 +66,11 @@ class Operator {
   virtual void NotifyCheckpointComplete(CheckpointId id) {}
   virtual void Finish(RecordBatch* out) {}
   virtual Status Close() { return Status::OK(); }
+  // Flow control (a throttle): how many of the next `want` input records may be processed now.
+  // 0 means none until *resume_at. Asked only of the head operator of a chain; the default
+  // admits everything.
+  using Clock = std::chrono::steady_clock;
+  virtual size_t Admit(size_t want, Clock::time_point* resume_at) { return want; }
   // For the run summary: up to `k` keys with the largest values in this subtask's state
   // (keyed operators only; called after Finish).
   virtual void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const {}
@@ -75,7 +80,6 @@ class Operator {
 // operator state, so that a restore resumes exactly after the last record of the checkpoint.
 class SourceOperator : public Operator {
  public:
-  using Clock = std::chrono::steady_clock;
   enum class PollResult {
     kMore,       // appended records (maybe none); call again
     kWait,       // nothing now (rate limit); call again at *resume_at

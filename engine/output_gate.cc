@@ -6,13 +6,13 @@ namespace cairn {
 
 void OutputGate::AddForwardEdge(Channel* ch) {
   Edge e{false, {}};
-  e.targets.push_back(Target{ch, ch->TakeEmptyBatch()});
+  e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
   edges_.push_back(std::move(e));
 }
 
 void OutputGate::AddHashEdge(std::vector<Channel*> channels) {
   Edge e{true, {}};
-  for (Channel* ch : channels) e.targets.push_back(Target{ch, ch->TakeEmptyBatch()});
+  for (Channel* ch : channels) e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
   edges_.push_back(std::move(e));
 }
 
@@ -20,7 +20,7 @@ bool OutputGate::PushPending(Target* t) {
   if (t->pending->empty()) return true;
   std::unique_ptr<RecordBatch> b = std::move(t->pending);
   t->pending = t->channel->TakeEmptyBatch();
-  return t->channel->Push(StreamElement::OfBatch(std::move(b)));
+  return t->channel->Push(StreamElement::OfBatch(std::move(b)), handler_);
 }
 
 bool OutputGate::Emit(RecordBatch* batch) {
@@ -36,20 +36,26 @@ bool OutputGate::Emit(RecordBatch* batch) {
         // Hand the whole batch over; the caller keeps a recycled one.
         std::unique_ptr<RecordBatch> b = t.channel->TakeEmptyBatch();
         std::swap(*b, *batch);
-        if (!t.channel->Push(StreamElement::OfBatch(std::move(b)))) return false;
+        t.assigned += b->size();
+        if (!t.channel->Push(StreamElement::OfBatch(std::move(b)), handler_)) return false;
         continue;
       }
       for (size_t i = 0; i < batch->size(); ++i) t.pending->AddFrom(*batch, i);
+      t.assigned += batch->size();
       if (t.pending->size() >= kBatchRecords && !PushPending(&t)) return false;
       continue;
     }
+    // Partition the whole batch before pushing anything, so that while a push is blocked every
+    // record of the batch already has its place (and number) in its channel.
     const uint32_t p = static_cast<uint32_t>(e.targets.size());
     for (size_t i = 0; i < batch->size(); ++i) {
       uint32_t kg = KeyGroupOf(KeyHash(batch->key(i)), max_parallelism_);
       Target& t = e.targets[SubtaskForKeyGroup(kg, max_parallelism_, p)];
       t.pending->AddFrom(*batch, i);
-      if (t.pending->size() >= kBatchRecords && !PushPending(&t)) return false;
+      ++t.assigned;
     }
+    for (Target& t : e.targets)
+      if (t.pending->size() >= kBatchRecords && !PushPending(&t)) return false;
   }
   batch->clear();
   return true;
@@ -69,9 +75,17 @@ bool OutputGate::Broadcast(const StreamElement& e) {
       StreamElement copy;
       copy.kind = e.kind;
       copy.barrier = e.barrier;
-      if (!t.channel->Push(std::move(copy))) return false;
+      if (!t.channel->Push(std::move(copy), handler_)) return false;
     }
   return true;
+}
+
+void OutputGate::BroadcastPriority(PriorityEvent e) {
+  for (Edge& edge : edges_)
+    for (Target& t : edge.targets) {
+      e.position = t.assigned;
+      t.channel->PushPriority(e);
+    }
 }
 
 }  // namespace cairn

@@ -5,7 +5,10 @@
 // Contract: used by the task thread only. Records are buffered per channel up to a batch size;
 // Flush() pushes partial batches (the task calls it before it parks and before any barrier or
 // end marker, so a record never waits behind an idle producer). Emit and Broadcast may block
-// on backpressure; they return false once the job is cancelled.
+// on backpressure (calling the BlockedHandler while they wait); they return false once the
+// job is cancelled. Each channel's records are numbered in the order they are assigned to it;
+// BroadcastPriority stamps every channel's event with the number assigned so far, which is
+// where the event belongs in that channel even though it overtakes the queued data.
 #pragma once
 
 #include <memory>
@@ -19,6 +22,7 @@ namespace cairn {
 class OutputGate {
  public:
   explicit OutputGate(uint32_t max_parallelism) : max_parallelism_(max_parallelism) {}
+  void set_blocked_handler(BlockedHandler* h) { handler_ = h; }
 
   void AddForwardEdge(Channel* ch);
   void AddHashEdge(std::vector<Channel*> channels);
@@ -28,6 +32,8 @@ class OutputGate {
   bool Flush();
   // Flushes, then puts `e` (a barrier or end marker, copied) on every outgoing channel.
   bool Broadcast(const StreamElement& e);
+  // Puts `e` on every channel's priority lane, stamped with that channel's position. Never blocks.
+  void BroadcastPriority(PriorityEvent e);
   bool has_outputs() const { return !edges_.empty(); }
   uint64_t records_out() const { return records_out_; }
 
@@ -35,6 +41,7 @@ class OutputGate {
   struct Target {
     Channel* channel;
     std::unique_ptr<RecordBatch> pending;
+    uint64_t assigned = 0;  // records ever assigned to this channel (pushed or pending)
   };
   struct Edge {
     bool hash;
@@ -46,6 +53,7 @@ class OutputGate {
   const uint32_t max_parallelism_;
   std::vector<Edge> edges_;
   uint64_t records_out_ = 0;
+  BlockedHandler* handler_ = nullptr;
 };
 
 }  // namespace cairn

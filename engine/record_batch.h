@@ -46,6 +46,10 @@ class RecordBatch {
     rows_.push_back(Row{static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()), a, b});
     arena_.append(key.data(), key.size());
   }
+  // Appends rows [begin, end) of `other`.
+  void AppendRange(const RecordBatch& other, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) AddFrom(other, i);
+  }
   // Appends row `i` of `other`.
   void AddFrom(const RecordBatch& other, size_t i) {
     const Row& r = other.rows_[i];

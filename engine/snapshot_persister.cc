@@ -1,5 +1,6 @@
 #include "engine/snapshot_persister.h"
 
+#include "engine/coding.h"
 #include "engine/file_util.h"
 #include "engine/crash_points.h"
 #include "state/checkpoint_format.h"
@@ -14,6 +15,45 @@ void AppendDelta(StateDelta* into, const StateDelta& from) {
     e.key_offset += base;
     into->entries.push_back(e);
   }
+}
+
+std::string EncodeChannelState(const ChannelStateRecords& c) {
+  std::string out;
+  uint64_t channels = 0;
+  for (const RecordBatch& b : c.records) channels += b.empty() ? 0 : 1;
+  PutFixed64(&out, channels);
+  for (size_t i = 0; i < c.records.size(); ++i) {
+    const RecordBatch& b = c.records[i];
+    if (b.empty()) continue;
+    PutLengthPrefixed(&out, c.channel_names[i]);
+    PutFixed64(&out, b.size());
+    for (size_t r = 0; r < b.size(); ++r) {
+      PutLengthPrefixed(&out, b.key(r));
+      PutFixed64(&out, static_cast<uint64_t>(b.a(r)));
+      PutFixed64(&out, static_cast<uint64_t>(b.b(r)));
+    }
+  }
+  return out;
+}
+
+bool DecodeChannelState(std::string_view bytes, std::vector<std::pair<std::string, RecordBatch>>* out) {
+  Decoder d(bytes);
+  uint64_t channels;
+  if (!d.GetFixed64(&channels)) return false;
+  std::string key;
+  for (uint64_t c = 0; c < channels; ++c) {
+    std::string name;
+    uint64_t n;
+    if (!d.GetLengthPrefixed(&name) || !d.GetFixed64(&n)) return false;
+    RecordBatch b;
+    for (uint64_t r = 0; r < n; ++r) {
+      uint64_t a, bb;
+      if (!d.GetLengthPrefixed(&key) || !d.GetFixed64(&a) || !d.GetFixed64(&bb)) return false;
+      b.Add(key, static_cast<int64_t>(a), static_cast<int64_t>(bb));
+    }
+    out->emplace_back(std::move(name), std::move(b));
+  }
+  return d.done();
 }
 
 SnapshotPersister::SnapshotPersister(size_t threads, AckFn ack) : ack_(std::move(ack)) {
@@ -117,6 +157,27 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       }
     }
   }
+  if (ack.status.ok() && job.channel_state != nullptr && !job.parts.empty()) {
+    SubtaskStateHandle& h = job.parts[0].handle;
+    bool any = false;
+    for (const RecordBatch& b : job.channel_state->records) any |= !b.empty();
+    if (any) {
+      std::string rel = h.operator_id + "-" + std::to_string(h.subtask);
+      std::string bytes = EncodeChannelState(*job.channel_state);
+      Status s = CreateDirs(job.chk_dir + "/" + rel);
+      if (s.ok()) {
+        CAIRN_CRASH_POINT("persist.channel_state");
+        s = WriteChecksummedFile(job.chk_dir + "/" + rel + "/" + kChannelStateFileName, bytes);
+      }
+      if (!s.ok()) {
+        ack.status = s.WithContext("operator " + rel + " channel state");
+      } else {
+        h.channel_state_file = rel + "/" + kChannelStateFileName;
+        h.channel_state_bytes = bytes.size() + kBlobFooterSize;
+      }
+    }
+  }
+  ack.switched = job.switched;
   int64_t async_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (ack.status.ok()) {

@@ -27,8 +27,20 @@ const char* CheckpointModeName(CheckpointMode m);
 // The marker of Chandy–Lamport: everything a channel carried before it belongs to the checkpoint.
 struct Barrier {
   CheckpointId id = 0;
-  int64_t trigger_time_ms = 0;  // wall clock at the coordinator, for statistics
+  int64_t trigger_time_ms = 0;  // wall clock at the coordinator (Unix ms)
   CheckpointMode mode = CheckpointMode::kAligned;
+  int64_t aligned_timeout_ms = 0;  // aligned mode: switch to unaligned after this long (0 = never)
+};
+
+// What travels on a channel's priority lane, overtaking the data lane: an unaligned barrier, or
+// the announcement that an aligned barrier was put on the data lane. `position` is the number
+// of records the producer had put on the channel before the barrier: the consumer's records
+// with a smaller index are in flight before the barrier.
+struct PriorityEvent {
+  enum class Kind : uint8_t { kUnalignedBarrier, kAnnouncement };
+  Kind kind = Kind::kUnalignedBarrier;
+  Barrier barrier;
+  uint64_t position = 0;
 };
 
 struct StreamElement {

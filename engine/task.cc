@@ -14,7 +14,8 @@ int64_t MillisSince(Clock::time_point t) {
 }
 }  // namespace
 
-Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint32_t max_parallelism, std::string checkpoint_dir, SnapshotPersister* persister, TaskListener* listener)
+Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint32_t max_parallelism,
+           std::string checkpoint_dir, SnapshotPersister* persister, TaskListener* listener)
     : index_(index),
       name_(std::move(name)),
       chain_(std::move(chain)),
@@ -24,6 +25,7 @@ Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint
       persister_(persister),
       listener_(listener) {
   source_ = dynamic_cast<SourceOperator*>(chain_.front().op.get());
+  out_.set_blocked_handler(this);
 }
 
 void Task::TriggerCheckpoint(const Barrier& b) {
@@ -69,13 +71,14 @@ void Task::CloseAll() {
 }
 
 bool Task::HandleControl() {
-  Control c;
-  while (control_.try_dequeue(c)) {
+  auto handle = [this](const Control& c) -> bool {
     switch (c.kind) {
-      case Control::Kind::kTrigger:
-        if (!TakeCheckpoint(c.barrier, 0)) return false;
+      case Control::Kind::kTrigger: {
+        bool unaligned = c.barrier.mode == CheckpointMode::kUnaligned;
+        if (!TakeCheckpoint(c.barrier, 0, unaligned, false)) return false;
         CAIRN_CRASH_POINT("source.barrier_injected");
         break;
+      }
       case Control::Kind::kNotify:
         for (auto& op : chain_) op.op->NotifyCheckpointComplete(c.id);
         break;
@@ -83,8 +86,44 @@ bool Task::HandleControl() {
         terminated_ = true;
         break;
     }
+    return true;
+  };
+  if (!deferred_.empty()) {
+    std::vector<Control> d = std::move(deferred_);
+    deferred_.clear();
+    for (const Control& c : d)
+      if (!handle(c)) return false;
   }
+  Control c;
+  while (control_.try_dequeue(c))
+    if (!handle(c)) return false;
   return !cancelled_.load(std::memory_order_acquire);
+}
+
+bool Task::OnBlocked(Clock::time_point* deadline) {
+  if (cancelled_.load(std::memory_order_acquire)) return false;
+  if (in_blocked_handler_) return true;
+  in_blocked_handler_ = true;
+  bool ok = true;
+  // A source takes unaligned triggers (their barriers overtake the full channel); anything
+  // else waits until the output moves, in order.
+  Control c;
+  while (ok && control_.try_dequeue(c)) {
+    if (c.kind == Control::Kind::kTrigger && c.barrier.mode == CheckpointMode::kUnaligned && deferred_.empty()) {
+      ok = TakeCheckpoint(c.barrier, 0, true, false);
+    } else {
+      deferred_.push_back(c);
+    }
+  }
+  // Unaligned barriers and alignment timeouts on the inputs.
+  while (ok && !in_.empty()) {
+    GateEvent ev = in_.PollPriority();
+    if (ev.kind == GateEvent::Kind::kNone) break;
+    ok = HandleGateEvent(ev);
+  }
+  *deadline = in_.empty() ? Clock::time_point::max() : in_.NextDeadline();
+  in_blocked_handler_ = false;
+  return ok && !cancelled_.load(std::memory_order_acquire);
 }
 
 bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
@@ -120,16 +159,32 @@ bool Task::FinishChain(size_t from) {
   return out_.Broadcast(StreamElement::EndOfInput());
 }
 
-bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms) {
+bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched) {
   auto start = Clock::now();
-  // Forward the barrier first (everything before it is already emitted), then snapshot:
-  // no record is processed in between, so both describe the same point of the stream.
-  if (!out_.Broadcast(StreamElement::OfBarrier(b))) return false;
+  // Forward the barrier first (everything before it is already emitted or has its place in the
+  // output channels), then snapshot: no record is processed in between, so both describe the
+  // same point of the stream.
+  if (unaligned) {
+    PriorityEvent pe;
+    pe.kind = PriorityEvent::Kind::kUnalignedBarrier;
+    pe.barrier = b;
+    pe.barrier.mode = CheckpointMode::kUnaligned;
+    out_.BroadcastPriority(pe);
+  } else {
+    if (!out_.Broadcast(StreamElement::OfBarrier(b))) return false;
+    if (b.mode == CheckpointMode::kAligned && b.aligned_timeout_ms > 0) {
+      PriorityEvent pe;
+      pe.kind = PriorityEvent::Kind::kAnnouncement;
+      pe.barrier = b;
+      out_.BroadcastPriority(pe);
+    }
+  }
   auto job = std::make_unique<PersistJob>();
   job->id = b.id;
   job->chk_dir = checkpoint_dir_ + "/chk-" + std::to_string(b.id);
   job->task = index_;
   job->alignment_ms = alignment_ms;
+  job->switched = switched;
   for (auto& c : chain_) {
     SnapshotPart part;
     part.handle.operator_id = c.ctx.operator_id;
@@ -154,7 +209,87 @@ bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms) {
   }
   job->sync_ms = MillisSince(start);
   CAIRN_CRASH_POINT("task.sync_snapshot");
-  persister_->Submit(std::move(job));
+  // An unaligned checkpoint of a task with inputs waits for its channel state.
+  bool ready = !(unaligned && !in_.empty());
+  waiting_[b.id] = WaitingJob{std::move(job), ready};
+  SubmitReadyJobs();
+  return true;
+}
+
+void Task::OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs) {
+  auto it = waiting_.find(cs->id);
+  if (it == waiting_.end()) return;
+  it->second.job->channel_state = std::move(cs);
+  it->second.ready = true;
+  SubmitReadyJobs();
+}
+
+void Task::SubmitReadyJobs() {
+  // In checkpoint order, so that a subtask's state deltas reach RocksDB in order.
+  while (!waiting_.empty() && waiting_.begin()->second.ready) {
+    persister_->Submit(std::move(waiting_.begin()->second.job));
+    waiting_.erase(waiting_.begin());
+  }
+}
+
+bool Task::HandleGateEvent(GateEvent& ev) {
+  switch (ev.kind) {
+    case GateEvent::Kind::kBatch:
+      records_in_.fetch_add(ev.batch->size(), std::memory_order_relaxed);
+      current_ = std::move(ev);
+      current_offset_ = 0;
+      has_current_ = true;
+      return true;
+    case GateEvent::Kind::kCheckpoint:
+      return TakeCheckpoint(ev.barrier, ev.alignment_ms, ev.unaligned, ev.switched);
+    case GateEvent::Kind::kChannelStateDone:
+      OnChannelStateDone(std::move(ev.channel_state));
+      return true;
+    case GateEvent::Kind::kEndOfInput:
+      return FinishChain(0);
+    case GateEvent::Kind::kEndOfStream:
+    case GateEvent::Kind::kNone:
+      return true;
+  }
+  return true;
+}
+
+bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
+  *waiting = false;
+  RecordBatch& batch = *current_.batch;
+  size_t want = batch.size() - current_offset_;
+  size_t n = want;
+  if (want > 0) n = chain_[0].op->Admit(want, resume_at);
+  if (n == 0 && want > 0) {
+    *waiting = true;
+    return true;
+  }
+  if (current_offset_ == 0 && n == want) {
+    in_.MarkProcessed(current_.slot, batch, 0, n);
+    if (!ProcessChain(0, current_.input_index, batch)) return false;
+  } else {
+    slice_.clear();
+    slice_.AppendRange(batch, current_offset_, current_offset_ + n);
+    in_.MarkProcessed(current_.slot, batch, current_offset_, current_offset_ + n);
+    if (!ProcessChain(0, current_.input_index, slice_)) return false;
+  }
+  current_offset_ += n;
+  if (current_offset_ == batch.size()) {
+    current_.channel->Recycle(std::move(current_.batch));
+    has_current_ = false;
+  }
+  return true;
+}
+
+bool Task::ReplayRestoredChannels() {
+  for (auto& [name, records] : restored_channels_) {
+    int input = 0;
+    for (const GateInput& gi : in_.inputs())
+      if (gi.channel->name() == name) input = gi.input_index;
+    records_in_.fetch_add(records.size(), std::memory_order_relaxed);
+    if (!ProcessChain(0, input, records)) return false;
+  }
+  restored_channels_.clear();
   return true;
 }
 
@@ -168,8 +303,9 @@ void Task::RunSource() {
       return;
     }
     if (exhausted) {
+      if (!out_.Flush()) return;
       uint32_t t = parker_.Prepare();
-      if (control_.size_approx() > 0 || cancelled_.load()) {
+      if (control_.size_approx() > 0 || !deferred_.empty() || cancelled_.load()) {
         parker_.Cancel();
         continue;
       }
@@ -195,7 +331,7 @@ void Task::RunSource() {
     } else if (r == SourceOperator::PollResult::kWait) {
       if (!out_.Flush()) return;
       uint32_t t = parker_.Prepare();
-      if (control_.size_approx() > 0 || cancelled_.load()) {
+      if (control_.size_approx() > 0 || !deferred_.empty() || cancelled_.load()) {
         parker_.Cancel();
         continue;
       }
@@ -205,37 +341,44 @@ void Task::RunSource() {
 }
 
 void Task::RunConsumer() {
+  if (!ReplayRestoredChannels()) return;
   while (true) {
     if (!HandleControl()) return;
-    GateEvent ev = in_.Poll();
-    switch (ev.kind) {
-      case GateEvent::Kind::kBatch:
-        records_in_.fetch_add(ev.batch->size(), std::memory_order_relaxed);
-        if (!ProcessChain(0, ev.input_index, *ev.batch)) return;
-        ev.channel->Recycle(std::move(ev.batch));
-        break;
-      case GateEvent::Kind::kCheckpoint:
-        if (!TakeCheckpoint(ev.barrier, ev.alignment_ms)) return;
-        break;
-      case GateEvent::Kind::kEndOfInput:
-        if (!FinishChain(0)) return;
-        break;
-      case GateEvent::Kind::kEndOfStream:
+    Clock::time_point deadline = Clock::time_point::max();
+    if (has_current_) {
+      bool waiting = false;
+      if (!ProcessCurrent(&waiting, &deadline)) return;
+      if (!waiting) continue;
+      // Throttled: only priority events until the head admits more.
+      GateEvent ev = in_.PollPriority();
+      if (ev.kind != GateEvent::Kind::kNone) {
+        if (!HandleGateEvent(ev)) return;
+        continue;
+      }
+    } else {
+      GateEvent ev = in_.Poll();
+      if (ev.kind == GateEvent::Kind::kEndOfStream) {
         // Notifications sent before the end of stream (the final checkpoint's) come first.
         if (!HandleControl()) return;
         out_.Broadcast(StreamElement::EndOfStream());
         return;
-      case GateEvent::Kind::kNone: {
-        if (!out_.Flush()) return;
-        uint32_t t = parker_.Prepare();
-        if (in_.HasReadableData() || control_.size_approx() > 0 || cancelled_.load()) {
-          parker_.Cancel();
-          break;
-        }
-        parker_.Park(t);
-        break;
+      }
+      if (ev.kind != GateEvent::Kind::kNone) {
+        if (!HandleGateEvent(ev)) return;
+        continue;
       }
     }
+    // Nothing to do now: flush, then park until new input, a control message, or a deadline.
+    if (!out_.Flush()) return;
+    deadline = std::min(deadline, in_.NextDeadline());
+    uint32_t t = parker_.Prepare();
+    // While throttled, new data is no reason to wake; priority events are.
+    bool work = has_current_ ? in_.HasPriorityWork() : in_.HasWork();
+    if (work || control_.size_approx() > 0 || !deferred_.empty() || cancelled_.load()) {
+      parker_.Cancel();
+      continue;
+    }
+    parker_.Park(t, deadline);
   }
 }
 

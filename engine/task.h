@@ -12,6 +12,7 @@
 #include <concurrentqueue/concurrentqueue.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,7 +45,7 @@ struct ChainedOperator {
   std::unique_ptr<KeyedStore> keyed_store;       // keyed operators only
 };
 
-class Task {
+class Task : public BlockedHandler {
  public:
   Task(int index, std::string name, std::vector<ChainedOperator> chain, uint32_t max_parallelism, std::string checkpoint_dir, SnapshotPersister* persister, TaskListener* listener);
 
@@ -56,8 +57,15 @@ class Task {
   Parker* parker() { return &parker_; }
   std::vector<ChainedOperator>& chain() { return chain_; }
 
+  // Records restored from a checkpoint's channel state, by channel name; replayed into the
+  // chain before any new data. Before Run.
+  void SetRestoredChannelState(std::vector<std::pair<std::string, RecordBatch>> state) {
+    restored_channels_ = std::move(state);
+  }
   // The thread body.
   void Run();
+  // BlockedHandler: while blocked on a full output channel, take unaligned snapshots.
+  bool OnBlocked(std::chrono::steady_clock::time_point* deadline) override;
 
   // Control, from any thread.
   void TriggerCheckpoint(const Barrier& b);      // sources only
@@ -79,7 +87,15 @@ class Task {
   void RunConsumer();
   bool HandleControl();  // false when the task must stop
   bool ProcessChain(size_t from, int input, const RecordBatch& in);
-  bool TakeCheckpoint(const Barrier& b, int64_t alignment_ms);
+  // Process (part of) the current input batch, as far as the head operator admits. False when
+  // the task must stop; *waiting set when the head admitted nothing until *resume_at.
+  bool ProcessCurrent(bool* waiting, std::chrono::steady_clock::time_point* resume_at);
+  bool HandleGateEvent(GateEvent& ev);
+  // The per-subtask checkpointer: forward the barrier, snapshot the chain, queue the persist.
+  bool TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched);
+  void OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs);
+  void SubmitReadyJobs();
+  bool ReplayRestoredChannels();
   bool FinishChain(size_t from);
   void Fail(const Status& s);
   void CloseAll();
@@ -96,6 +112,20 @@ class Task {
   TaskListener* const listener_;
   Parker parker_;
   moodycamel::ConcurrentQueue<Control> control_;
+  std::vector<Control> deferred_;  // control messages taken while blocked, handled later
+  bool in_blocked_handler_ = false;
+  // The input batch being processed (it may be processed in slices when throttled).
+  GateEvent current_;
+  bool has_current_ = false;
+  size_t current_offset_ = 0;
+  RecordBatch slice_;
+  // Persist jobs in checkpoint order; unaligned ones wait for their channel state.
+  struct WaitingJob {
+    std::unique_ptr<PersistJob> job;
+    bool ready = false;
+  };
+  std::map<CheckpointId, WaitingJob> waiting_;
+  std::vector<std::pair<std::string, RecordBatch>> restored_channels_;
   std::atomic<bool> cancelled_{false};
   bool terminated_ = false;
   bool failed_ = false;

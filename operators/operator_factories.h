@@ -14,5 +14,6 @@ std::unique_ptr<Operator> NewTokenize(const OperatorConfig& c);
 std::unique_ptr<Operator> NewCount(const OperatorConfig& c);
 std::unique_ptr<Operator> NewFileSink(const OperatorConfig& c);
 std::unique_ptr<Operator> NewDiscardSink(const OperatorConfig& c);
+std::unique_ptr<Operator> NewThrottle(const OperatorConfig& c);
 
 }  // namespace cairn

@@ -53,6 +53,16 @@ static std::vector<OperatorType> BuildTable() {
                            "Keyed by word: for every input word emits (word, running count). The counts "
                            "are keyed state, checkpointed to RocksDB by key group.",
                            NewCount});
+  {
+    OperatorType throttle{"throttle", OperatorRole::kTransform, false, Schema{"", "", ""},
+                          {{"rate", ParamType::kInt, "", true, 1, "records per second per subtask"}},
+                          "Passes records through at most `rate` records per second per subtask, so that a "
+                          "job can be put under backpressure on purpose. It always starts its own chain, "
+                          "and its schema is its input's.",
+                          NewThrottle};
+    throttle.chain_head = true;
+    t.push_back(std::move(throttle));
+  }
   t.push_back(OperatorType{
       "file_sink", OperatorRole::kSink, false, Schema{},
       {{"path", ParamType::kString, "", true, 0, "output directory"}},

@@ -8,6 +8,8 @@
 //       _metadata                   the commit point, written last (tmp + fsync + rename + fsync dir)
 //       <op>-<subtask>/keyed/       RocksDB checkpoint of the subtask's keyed state (if keyed)
 //       <op>-<subtask>/operator.state  operator state blob (WriteChecksummedFile format)
+//       <op>-<subtask>/channel.state   unaligned checkpoints: in-flight records of the input
+//                                      channels of the task whose chain head is <op> (same format)
 //
 // _metadata is text: a header line "cairn-checkpoint <version>", one "key value" line per
 // field, one "subtask ..." line per subtask state, and a final "crc32c <hex>" line covering
@@ -26,6 +28,7 @@ inline constexpr const char* kWorkDirName = "_work";
 inline constexpr const char* kLockFileName = "_lock";
 inline constexpr const char* kKeyedStateDirName = "keyed";
 inline constexpr const char* kOperatorStateFileName = "operator.state";
+inline constexpr const char* kChannelStateFileName = "channel.state";
 // Footer of a checksummed blob: 8-byte magic, 8-byte length, 4-byte CRC-32C, little-endian.
 inline constexpr uint64_t kBlobMagic = 0x31424c426e726961ull;  // "airnBLB1"
 inline constexpr size_t kBlobFooterSize = 20;

@@ -1,0 +1,28 @@
+// throttle: passes records through unchanged, admitting at most `rate` records per second per
+// subtask. It heads its own chain, so the task processes input only as fast as it admits, the
+// input channels fill up, and backpressure reaches the sources.
+#include "operators/operator_factories.h"
+#include "operators/rate_limiter.h"
+
+namespace cairn {
+namespace {
+
+class Throttle final : public Operator {
+ public:
+  explicit Throttle(const OperatorConfig& c) : limiter_(c.GetInt("rate")) {}
+  size_t Admit(size_t want, Clock::time_point* resume_at) override {
+    size_t n = limiter_.Allowed(want, resume_at);
+    limiter_.Consumed(n);
+    return n;
+  }
+  void Process(int, const RecordBatch& in, RecordBatch* out) override { out->AppendRange(in, 0, in.size()); }
+
+ private:
+  RateLimiter limiter_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> NewThrottle(const OperatorConfig& c) { return std::make_unique<Throttle>(c); }
+
+}  // namespace cairn
