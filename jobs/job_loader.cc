@@ -34,9 +34,9 @@ constexpr int64_t kMaxMaxParallelism = 32768;
 constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 
 const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "operators"};
-const std::vector<std::string> kCheckpointKeys = {"interval",       "mode",   "dir",
-                                                  "timeout",        "min_pause", "max_concurrent",
-                                                  "tolerable_failures", "retain", "aligned_timeout"};
+const std::vector<std::string> kCheckpointKeys = {
+    "interval", "mode", "dir", "timeout", "min_pause", "max_concurrent", "tolerable_failures", "retain",
+    "aligned_timeout"};
 const std::vector<std::string> kOperatorCommonKeys = {"id", "type", "parallelism", "inputs", "key_by"};
 const char* const kDurationForms = "a duration (e.g. 250ms, 1s, 2m, 1h, or a number of milliseconds)";
 
@@ -362,7 +362,7 @@ Status JobReader::Read(const YAML::Node& root, JobSpec* spec) {
   for (const YAML::Node& n : ops.value) {
     OperatorConfig op;
     CAIRN_RETURN_IF_ERROR(ReadOperator(n, *spec, &op));
-    const YAML::Node& id_node = Find(n, "id").value;
+    const YAML::Node id_node = Find(n, "id").value;
     auto [first, inserted] = first_id.emplace(op.id, id_node);
     if (!inserted)
       return loc_.Error(id_node, "duplicate operator id '" + op.id + "' (first defined at " +

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "jobs/job_graph.h"
+#include "operators/registry.h"
 #include "tests/test_util.h"
 
 namespace cairn {
@@ -221,6 +224,8 @@ const std::vector<ErrorCase>& ErrorCases() {
 
       // --set: errors found later in overridden values name the override, not a file position.
       {"SetBadParallelism", kBase, {"parallelism=0"}, {"--set parallelism: parallelism must be an integer >= 1, got '0'"}},
+      {"SetBadValueOverFileValue", Edit("type: generator", "type: generator\n    rate: 1"), {"operators.src.rate=-5"},
+       {"--set operators.src.rate: parameter 'rate' of operator 'src' must be an integer >= 0, got '-5'"}},
       {"SetBadParam", kBase, {"operators.src.rate=fast"},
        {"--set operators.src.rate: parameter 'rate' of operator 'src' must be an integer >= 0, got 'fast'"}},
       {"SetBadDuration", kBase, {"checkpoint.interval=1.5s"},
@@ -466,6 +471,7 @@ TEST(JobLoader, SetOperatorInputsAndKeyBy) {
   EXPECT_EQ(spec.Find("tok")->inputs, (std::vector<std::string>{"src", "gen2"}));
   EXPECT_EQ(spec.Find("out")->inputs, std::vector<std::string>{"tok"});
   EXPECT_EQ(spec.Find("cnt")->key_by, "word");
+  EXPECT_TRUE(MustLoad(kBase, {"operators.src.inputs="}).operators[0].inputs.empty());
 }
 
 TEST(JobLoader, SetValueIsParsedAsYamlScalar) {
@@ -536,6 +542,72 @@ TEST(JobLoader, FileErrorsNameThePath) {
   Status s = LoadJob(path, {}, &spec);
   EXPECT_EQ(s.message().rfind(path + ":3:3: unknown key 'intervall' in checkpoint (known keys: interval,", 0), 0u)
       << s.message();
+}
+
+// ---- docs/configuration.md ------------------------------------------------------------------
+
+// The operator type reference as docs/configuration.md shows it, rendered from the registry.
+std::string RenderOperatorReference() {
+  std::ostringstream md;
+  for (const OperatorType& t : OperatorTypes()) {
+    const char* role = t.role == OperatorRole::kSource ? "source" : t.role == OperatorRole::kSink ? "sink" : "transform";
+    md << "### `" << t.name << "`\n\n" << t.doc << "\n\n";
+    md << "- Role: " << role << ".";
+    if (t.role == OperatorRole::kSource) md << " Takes no `inputs`.";
+    if (t.role == OperatorRole::kSink) md << " Emits nothing; no operator may read from it.";
+    md << "\n";
+    if (!t.output.key.empty()) {
+      md << "- Emits: key `" << t.output.key << "`";
+      if (!t.output.a.empty()) md << ", value `" << t.output.a << "`";
+      if (!t.output.b.empty()) md << ", value `" << t.output.b << "`";
+      md << ".\n";
+    }
+    md << (t.keyed ? "- Keyed: yes. REQUIRES: `key_by`, naming the key of every input.\n"
+                   : "- Keyed: no. `key_by` is not allowed.\n");
+    md << "\n";
+    if (t.params.empty()) md << "No parameters.\n\n";
+    for (const ParamSpec& p : t.params) {
+      std::string doc = p.doc;
+      if (!doc.empty()) doc[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(doc[0])));
+      md << "#### `" << t.name << "." << p.name << "` (" << ParamTypeName(p.type) << ")\n\n" << doc << ".\n\n";
+      if (p.required) md << "Required, no default.";
+      else md << "Default: `" << p.default_value << "`.";
+      switch (p.type) {
+        case ParamType::kString: md << (p.required ? " REQUIRES: not empty." : ""); break;
+        case ParamType::kInt: md << " REQUIRES: an integer >= " << p.min_int << "."; break;
+        case ParamType::kDouble: md << " REQUIRES: a finite number."; break;
+        case ParamType::kDuration: md << " REQUIRES: a duration."; break;
+        case ParamType::kBool: md << " REQUIRES: `true` or `false`."; break;
+      }
+      md << "\n\n";
+    }
+  }
+  return md.str();
+}
+
+TEST(JobLoaderDocs, OperatorReferenceMatchesRegistry) {
+  const std::string begin = "<!-- BEGIN operator types: generated from operators/registry.cc -->\n";
+  const std::string end = "<!-- END operator types -->";
+  const std::string doc = testing::ReadText(testing::SourceDir() + "/docs/configuration.md");
+  size_t b = doc.find(begin);
+  size_t e = doc.find(end);
+  ASSERT_NE(b, std::string::npos) << "docs/configuration.md lacks the line " << begin;
+  ASSERT_NE(e, std::string::npos) << "docs/configuration.md lacks the line " << end;
+  b += begin.size();
+  ASSERT_LE(b, e);
+  const std::string expected = RenderOperatorReference();
+  EXPECT_EQ(doc.substr(b, e - b), "\n" + expected) << "Replace the block between the markers with:\n\n" << expected;
+}
+
+TEST(JobLoaderDocs, EveryKeyIsDocumented) {
+  const std::string doc = testing::ReadText(testing::SourceDir() + "/docs/configuration.md");
+  for (const char* key : {"`job`", "`parallelism`", "`max_parallelism`", "`checkpoint`", "`operators`",
+                          "`checkpoint.interval`", "`checkpoint.mode`", "`checkpoint.dir`", "`checkpoint.timeout`",
+                          "`checkpoint.min_pause`", "`checkpoint.max_concurrent`", "`checkpoint.tolerable_failures`",
+                          "`checkpoint.retain`", "`checkpoint.aligned_timeout`", "`id`", "`type`", "`inputs`",
+                          "`key_by`", "`--set"}) {
+    EXPECT_NE(doc.find(std::string("### ") + key), std::string::npos) << key;
+  }
 }
 
 }  // namespace
