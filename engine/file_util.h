@@ -14,8 +14,14 @@ namespace cairn {
 // CRC-32C (Castagnoli) of `data`, continuing from `crc` (0 to start).
 uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
 
+// Errors: a missing path is NotFound where that is what the caller asked about (reading,
+// listing, fsyncing); every other failure, and every failure to write, is IOError. Messages
+// name the path and carry strerror's text.
+
 // Writes `data` to `path.tmp`, fsyncs it, renames it over `path`, and fsyncs the directory.
+// On failure `path` is unchanged, `path.tmp` is removed, and the result is IOError.
 Status WriteFileAtomically(const std::string& path, std::string_view data);
+// Reads the whole file; NotFound when it does not exist.
 Status ReadFile(const std::string& path, std::string* out);
 Status FsyncFile(const std::string& path);
 Status FsyncDir(const std::string& dir);
@@ -26,14 +32,18 @@ Status RemoveAll(const std::string& path);
 Status Rename(const std::string& from, const std::string& to);
 bool PathExists(const std::string& path);
 bool IsDirectory(const std::string& path);
-// Names (not paths) of the entries of `dir`, sorted.
+// Names (not paths) of the entries of `dir`, sorted, without "." and ".."; NotFound when `dir`
+// does not exist.
 Status ListDir(const std::string& dir, std::vector<std::string>* names);
-// Total size in bytes of the regular files below `path` (hard links counted once per path).
+// Total size in bytes of the regular files below `path` (hard links counted once per path;
+// symlinks not followed); 0 for a missing path.
 uint64_t DiskUsage(const std::string& path);
 
-// A checksummed blob file: `data` followed by a footer (magic, length, CRC-32C), written
-// atomically. ReadChecksummedFile returns Corruption naming the file when the footer is
-// missing, the length is wrong, or the checksum does not match.
+// A checksummed blob file: `data` followed by a footer (magic, length, CRC-32C of `data`; see
+// kBlobMagic in state/checkpoint_format.h), written atomically. ReadChecksummedFile returns
+// Corruption("<path>: damaged (<reason>)") when the file is empty or shorter than the footer,
+// the magic is missing, the length is wrong, or the checksum does not match; NotFound naming
+// the path when it does not exist. *data is set only on success.
 Status WriteChecksummedFile(const std::string& path, std::string_view data);
 Status ReadChecksummedFile(const std::string& path, std::string* data);
 

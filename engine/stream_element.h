@@ -1,5 +1,10 @@
-// A StreamElement is what travels through a channel: a record batch, a checkpoint barrier, or
-// the end of the stream. Elements on one channel are delivered in FIFO order.
+// A StreamElement is what travels through a channel: a record batch, a checkpoint barrier, the
+// end of input, or the end of the stream. Elements on one channel are delivered in FIFO order.
+//
+// End of input and end of stream are two steps, as in Flink: a bounded source that has read
+// everything sends kEndOfInput (consumers run Finish and forward it) but keeps injecting
+// barriers, so that a final checkpoint can cover everything Finish emitted; only after that
+// checkpoint completed does it send kEndOfStream, after which the channel carries nothing.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +32,7 @@ struct Barrier {
 };
 
 struct StreamElement {
-  enum class Kind : uint8_t { kBatch, kBarrier, kEndOfStream };
+  enum class Kind : uint8_t { kBatch, kBarrier, kEndOfInput, kEndOfStream };
   Kind kind = Kind::kBatch;
   Barrier barrier;                     // when kind == kBarrier
   std::unique_ptr<RecordBatch> batch;  // when kind == kBatch
@@ -42,6 +47,11 @@ struct StreamElement {
     StreamElement e;
     e.kind = Kind::kBarrier;
     e.barrier = b;
+    return e;
+  }
+  static StreamElement EndOfInput() {
+    StreamElement e;
+    e.kind = Kind::kEndOfInput;
     return e;
   }
   static StreamElement EndOfStream() {

@@ -5,7 +5,10 @@
 // after a crash). ReadMetadata never crashes on bad bytes: an empty, truncated or bit-flipped
 // file is Corruption("<path>: damaged ..."), a file of another format version is
 // Corruption("<path>: incompatible format version N ..."), a foreign file is
-// Corruption("<path>: not a Cairn checkpoint ..."), a missing one NotFound.
+// Corruption("<path>: not a Cairn checkpoint ..."), a missing one NotFound. Field errors are
+// Corruption("<path>: damaged (line K: ...)"): the format is ours, so unknown fields, missing
+// fields, bad numbers and state paths outside the checkpoint directory are all rejected.
+// Strings are percent-encoded in the file (see docs/checkpoints.md), so any bytes round-trip.
 #pragma once
 
 #include <cstdint>
@@ -49,12 +52,14 @@ struct CheckpointMetadata {
 };
 
 std::string EncodeMetadata(const CheckpointMetadata& m);
-// `path` is only used in error messages.
+// `path` is only used in error messages. *m is set only on success.
 Status DecodeMetadata(const std::string& path, const std::string& bytes, CheckpointMetadata* m);
 
-// Writes <chk_dir>/_metadata atomically (tmp, fsync, rename, fsync dir).
+// Writes <chk_dir>/_metadata atomically (tmp, fsync, rename, fsync dir), then fsyncs the
+// parent of chk_dir so that the chk-<id> entry is durable too. The caller writes and syncs
+// all state files first: this call is the commit point of the checkpoint.
 Status WriteMetadata(const std::string& chk_dir, const CheckpointMetadata& m);
-// Reads <chk_dir>/_metadata.
+// Reads <chk_dir>/_metadata; NotFound("<path>: no such file") when it is missing.
 Status ReadMetadata(const std::string& chk_dir, CheckpointMetadata* m);
 
 }  // namespace cairn

@@ -25,19 +25,29 @@ class CheckpointStore {
   const std::string& dir() const { return dir_; }
 
   std::string CheckpointPath(CheckpointId id) const;
-  // Completed checkpoints, oldest first. A missing directory is an empty list. Damaged
-  // checkpoints are skipped; their errors are appended to *skipped when it is non-null.
+  // Completed checkpoints, oldest first (by id). A missing directory is an empty list.
+  // Incomplete checkpoints (no _metadata) are ignored. Damaged ones (Corruption, including
+  // metadata whose id differs from the directory's) are skipped; their errors are appended to
+  // *skipped when it is non-null. Any other error reading a _metadata fails the whole call.
   Status ListCompleted(std::vector<CompletedCheckpoint>* out, std::vector<Status>* skipped = nullptr) const;
   // The newest completed checkpoint; NotFound when there is none.
   Status Latest(CompletedCheckpoint* out) const;
-  // The largest id of any chk-<id> directory (complete or not), 0 when none.
+  // The largest id of any chk-<id> entry (complete or not, even a stray file, so that the next
+  // id never collides), 0 when none or when the directory cannot be listed.
   CheckpointId MaxId() const;
-  // `path` is a chk-<id> directory or its _metadata file. NotFound / Corruption name the path.
+  // `path` is a chk-<id> directory or its _metadata file. NotFound / Corruption name the path;
+  // any other existing file is InvalidArgument. A directory named chk-<id> must hold the
+  // metadata of checkpoint <id>.
   static Status Resolve(const std::string& path, CompletedCheckpoint* out);
 
-  // Removes chk-<id> directories without _metadata, and _work/ leftovers of dead runs.
+  // Removes chk-<id> directories without _metadata, and all of _work/ (the caller holds the
+  // lock, so it is left over from dead runs). Damaged checkpoints (a _metadata that does not
+  // read back) are left for a human. A missing directory is OK.
   Status RemoveIncomplete() const;
-  // Keeps the newest `retain` completed checkpoints, removing older ones.
+  // Keeps the newest `retain` completed checkpoints, removing older ones; incomplete and
+  // damaged ones are never touched. Each removal deletes _metadata first, so a crash half-way
+  // leaves an incomplete checkpoint, never a complete-looking one with missing state.
+  // REQUIRES: retain >= 1 (0 is InvalidArgument and removes nothing).
   Status Retain(uint32_t retain) const;
 
  private:

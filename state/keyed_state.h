@@ -59,15 +59,20 @@ class KeyedInt64State {
 
  private:
   struct Slot;
+  // The slot of `key`, inserted with value 0 (not dirty) when absent; may Grow().
   size_t FindOrInsert(std::string_view key, uint64_t hash, bool* inserted);
+  // Doubles the table and rebuilds dirty_ (slots move).
   void Grow();
   void MarkDirty(size_t slot);
+  // Copies `key` into the arena; the returned pointer stays valid for the table's lifetime.
+  const char* StoreKey(std::string_view key);
 
   const uint32_t max_parallelism_;
   const KeyGroupRange range_;
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t count_ = 0;
+  size_t grow_at_ = 0;  // Grow() before count_ exceeds this (~0.7 of slots_.size())
   std::vector<std::unique_ptr<char[]>> arena_blocks_;
   char* arena_ptr_ = nullptr;
   size_t arena_left_ = 0;

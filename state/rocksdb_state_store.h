@@ -2,9 +2,10 @@
 // source of that subtask's keyed-state checkpoints.
 //
 // Layout: one RocksDB instance per stateful subtask in a private working directory; key =
-// key group (2 bytes, big-endian) + key bytes, value = int64 (8 bytes, little-endian). A
-// checkpoint of it is a RocksDB checkpoint (hard links: SST files unchanged since the last
-// checkpoint are shared, not copied), which is itself an openable database.
+// key group (2 bytes, big-endian, so max_parallelism <= 65536) + key bytes, value = int64
+// (8 bytes, little-endian). A checkpoint of it is a RocksDB checkpoint (hard links: SST files
+// unchanged since the last checkpoint are shared, not copied), which is itself an openable
+// database.
 //
 // Contract: not thread-safe; the runtime calls PersistAndCheckpoint from one persister thread
 // per subtask, in checkpoint order. Restore never modifies the snapshot directories it reads.
@@ -40,13 +41,16 @@ class RocksDbStateStore {
   ~RocksDbStateStore();
 
   // Writes `delta` in one WriteBatch (no WAL), flushes, and creates a RocksDB checkpoint at
-  // `checkpoint_dir` (which must not exist). *bytes: size of the checkpoint's files.
+  // `checkpoint_dir` (which must not exist; missing parents are created). *bytes: size of the
+  // checkpoint's files.
   Status PersistAndCheckpoint(const StateDelta& delta, const std::string& checkpoint_dir, uint64_t* bytes);
 
   // Fills `state` with every entry of `snapshots` whose key group lies in state->range(), and
   // makes this (fresh) database hold exactly those entries. When there is exactly one snapshot
   // and its range equals state->range(), the database is rebuilt from hard links to its files
-  // (no rewrite), which is the fast path of an unchanged-parallelism restore.
+  // (no rewrite), which is the fast path of an unchanged-parallelism restore. A missing snapshot
+  // directory is NotFound naming it. On failure `work_dir` is removed and `state` may hold part
+  // of the entries (the caller discards it).
   static Status Restore(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
                         KeyedInt64State* state, std::unique_ptr<RocksDbStateStore>* out);
 

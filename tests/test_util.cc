@@ -91,3 +91,76 @@ std::string ReadText(const std::string& path) {
 }
 
 }  // namespace cairn::testing
+
+#include <signal.h>
+
+#include <chrono>
+
+namespace cairn::testing {
+
+CairnProcess::CairnProcess(const std::vector<std::string>& args, const std::string& out_file,
+                           const std::string& err_file) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int err = open(err_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    std::vector<std::string> copy = args;
+    std::string bin = CairnBinary();
+    std::vector<char*> argv{bin.data()};
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+}
+
+CairnProcess::~CairnProcess() {
+  if (!reaped_ && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+bool CairnProcess::Wait(int timeout_ms, RunResult* r) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    int status = 0;
+    pid_t w = waitpid(pid_, &status, WNOHANG);
+    if (w == pid_) {
+      reaped_ = true;
+      if (WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) r->signal = WTERMSIG(status);
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a child, not a test wait
+  }
+}
+
+void CairnProcess::Kill() {
+  if (!reaped_ && pid_ > 0) kill(pid_, SIGKILL);
+}
+
+std::vector<std::string> CommittedLines(const std::string& dir) {
+  std::vector<std::string> lines;
+  if (!std::filesystem::exists(dir)) return lines;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.' || name[0] == '_') continue;
+    std::string text = ReadText(e.path().string());
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t nl = text.find('\n', start);
+      if (nl == std::string::npos) nl = text.size();
+      lines.push_back(text.substr(start, nl - start));
+      start = nl + 1;
+    }
+  }
+  return lines;
+}
+
+}  // namespace cairn::testing

@@ -37,3 +37,26 @@ void WriteText(const std::string& path, const std::string& text);
 std::string ReadText(const std::string& path);
 
 }  // namespace cairn::testing
+
+namespace cairn::testing {
+
+// A `cairn` child process whose stdout and stderr go to files.
+class CairnProcess {
+ public:
+  CairnProcess(const std::vector<std::string>& args, const std::string& out_file, const std::string& err_file);
+  ~CairnProcess();
+  // Waits up to `timeout_ms` for the exit; false on timeout.
+  bool Wait(int timeout_ms, RunResult* result);
+  void Kill();  // SIGKILL
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  bool reaped_ = false;
+};
+
+// Every committed output line of a file sink directory: files whose names start with neither
+// '.' nor '_'.
+std::vector<std::string> CommittedLines(const std::string& dir);
+
+}  // namespace cairn::testing

@@ -1,0 +1,239 @@
+#include "engine/checkpoint_coordinator.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/crash_points.h"
+#include "engine/file_util.h"
+#include "engine/task.h"
+
+namespace cairn {
+
+const char* CheckpointFailureMessage(CheckpointFailureReason r) {
+  switch (r) {
+    case CheckpointFailureReason::kDeclined: return "a task declined the checkpoint";
+    case CheckpointFailureReason::kTimeout: return "the checkpoint expired before completing (checkpoint.timeout)";
+    case CheckpointFailureReason::kMetadataWriteFailed: return "the checkpoint metadata could not be written";
+  }
+  return "?";
+}
+
+static int64_t WallMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+CheckpointCoordinator::CheckpointCoordinator(const JobSpec& spec, const CheckpointStore* store,
+                                             std::vector<Task*> tasks, CheckpointId first_id, Listener* listener)
+    : spec_(spec), store_(store), tasks_(std::move(tasks)), listener_(listener), next_id_(first_id) {
+  for (Task* t : tasks_)
+    if (t->is_source()) sources_.push_back(t);
+}
+
+CheckpointCoordinator::~CheckpointCoordinator() { Stop(); }
+
+void CheckpointCoordinator::Start() {
+  last_trigger_ = Clock::now();
+  last_completion_ = Clock::time_point::min();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void CheckpointCoordinator::Stop() {
+  stop_.store(true);
+  parker_.Unpark();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CheckpointCoordinator::Acknowledge(TaskAck ack) {
+  Event e;
+  e.kind = Event::Kind::kAck;
+  e.ack = std::move(ack);
+  events_.enqueue(std::move(e));
+  parker_.Unpark();
+}
+
+void CheckpointCoordinator::SourceFinished(int task) {
+  Event e;
+  e.kind = Event::Kind::kSourceFinished;
+  e.task = task;
+  events_.enqueue(std::move(e));
+  parker_.Unpark();
+}
+
+CheckpointStats CheckpointCoordinator::stats() const {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  return stats_;
+}
+
+void CheckpointCoordinator::Loop() {
+  const CheckpointConfig& cfg = spec_.checkpoint;
+  while (!stop_.load()) {
+    uint32_t ticket = parker_.Prepare();
+    Event e;
+    bool any = false;
+    while (events_.try_dequeue(e)) {
+      any = true;
+      if (e.kind == Event::Kind::kAck) {
+        OnAck(std::move(e.ack));
+      } else {
+        ++sources_finished_;
+      }
+      if (stop_.load()) break;
+    }
+    if (stop_.load()) {
+      parker_.Cancel();
+      break;
+    }
+    auto now = Clock::now();
+    // Expire checkpoints past their timeout.
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      CheckpointId id = it->first;
+      bool expired = now - it->second.trigger >= cfg.timeout;
+      ++it;
+      if (expired) Fail(id, CheckpointFailureReason::kTimeout, "after " + std::to_string(cfg.timeout.count()) + " ms");
+    }
+    if (stop_.load()) break;
+    Clock::time_point deadline = Clock::time_point::max();
+    if (!terminating_) {
+      const bool all_finished = sources_finished_ == sources_.size();
+      const bool can_trigger = pending_.size() < cfg.max_concurrent;
+      const bool final_pending =
+          std::any_of(pending_.begin(), pending_.end(), [](const auto& kv) { return kv.second.final_candidate; });
+      if (all_finished && !final_pending && can_trigger) {
+        Trigger(true);
+      } else if (!all_finished && cfg.interval.count() > 0) {
+        auto due = std::max(last_trigger_ + cfg.interval, last_completion_ == Clock::time_point::min()
+                                                               ? Clock::time_point::min()
+                                                               : last_completion_ + cfg.min_pause);
+        if (now >= due && can_trigger) {
+          Trigger(false);
+        } else if (can_trigger) {
+          deadline = due;
+        }
+      }
+    }
+    for (const auto& kv : pending_) deadline = std::min(deadline, kv.second.trigger + cfg.timeout);
+    if (any || events_.size_approx() > 0) {
+      parker_.Cancel();
+      continue;
+    }
+    parker_.Park(ticket, deadline);
+  }
+}
+
+void CheckpointCoordinator::Trigger(bool final_candidate) {
+  Pending p;
+  p.id = next_id_++;
+  p.trigger = Clock::now();
+  p.trigger_wall_ms = WallMillis();
+  p.final_candidate = final_candidate;
+  last_trigger_ = p.trigger;
+  Barrier b;
+  b.id = p.id;
+  b.trigger_time_ms = p.trigger_wall_ms;
+  b.mode = spec_.checkpoint.mode;
+  pending_.emplace(p.id, std::move(p));
+  for (Task* s : sources_) s->TriggerCheckpoint(b);
+}
+
+void CheckpointCoordinator::OnAck(TaskAck ack) {
+  auto it = pending_.find(ack.id);
+  if (it == pending_.end()) {
+    // A late answer for a checkpoint that failed or was subsumed (a completed one has had all
+    // its answers): what its persister wrote since the failure is garbage.
+    RemoveAll(store_->CheckpointPath(ack.id));
+    return;
+  }
+  if (!ack.status.ok()) {
+    Fail(ack.id, CheckpointFailureReason::kDeclined, ack.status.message());
+    return;
+  }
+  Pending& p = it->second;
+  for (auto& h : ack.handles) p.handles.push_back(std::move(h));
+  if (++p.acks < tasks_.size()) return;
+  Pending done = std::move(p);
+  pending_.erase(it);
+  Complete(std::move(done));
+}
+
+void CheckpointCoordinator::Complete(Pending p) {
+  CheckpointMetadata m;
+  m.id = p.id;
+  m.job_name = spec_.name;
+  m.trigger_time_ms = p.trigger_wall_ms;
+  m.mode = CheckpointModeName(spec_.checkpoint.mode);
+  m.max_parallelism = spec_.max_parallelism;
+  m.sources_finished = p.final_candidate;
+  std::sort(p.handles.begin(), p.handles.end(), [](const SubtaskStateHandle& a, const SubtaskStateHandle& b) {
+    return a.operator_id != b.operator_id ? a.operator_id < b.operator_id : a.subtask < b.subtask;
+  });
+  for (const auto& h : p.handles) {
+    m.state_bytes += h.state_bytes;
+    m.channel_state_bytes += h.channel_state_bytes;
+    m.alignment_ms = std::max(m.alignment_ms, h.alignment_ms);
+    m.sync_ms = std::max(m.sync_ms, h.sync_ms);
+    m.async_ms = std::max(m.async_ms, h.async_ms);
+  }
+  m.subtasks = std::move(p.handles);
+  auto now = Clock::now();
+  m.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.trigger).count();
+  std::string dir = store_->CheckpointPath(p.id);
+  CAIRN_CRASH_POINT("metadata.before_commit");
+  Status s = CreateDirs(dir);
+  if (s.ok()) s = WriteMetadata(dir, m);
+  if (!s.ok()) {
+    pending_.emplace(p.id, std::move(p));
+    Fail(m.id, CheckpointFailureReason::kMetadataWriteFailed, s.message());
+    return;
+  }
+  CAIRN_CRASH_POINT("checkpoint.committed");
+  last_completion_ = now;
+  consecutive_failures_ = 0;
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.completed++;
+    stats_.last_duration_ms = m.duration_ms;
+    stats_.max_duration_ms = std::max(stats_.max_duration_ms, m.duration_ms);
+    stats_.total_duration_ms += m.duration_ms;
+    stats_.last_completed_id = m.id;
+    stats_.durations_ms.push_back(m.duration_ms);
+  }
+  // Older pending checkpoints are subsumed by this one.
+  while (!pending_.empty() && pending_.begin()->first < m.id) {
+    RemoveAll(store_->CheckpointPath(pending_.begin()->first));
+    pending_.erase(pending_.begin());
+  }
+  for (Task* t : tasks_) t->NotifyCheckpointComplete(m.id);
+  Status rs = store_->Retain(spec_.checkpoint.retain);
+  if (!rs.ok()) listener_->JobFailed(rs.WithContext("checkpoint retention"));
+  if (p.final_candidate) {
+    terminating_ = true;
+    for (Task* s : sources_) s->Terminate();
+    final_completed_.store(true);
+  }
+}
+
+void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  pending_.erase(it);
+  RemoveAll(store_->CheckpointPath(id));
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.failed++;
+  }
+  ++consecutive_failures_;
+  std::string msg = "checkpoint " + std::to_string(id) + " failed: " + CheckpointFailureMessage(reason) +
+                    (detail.empty() ? "" : ": " + detail);
+  if (consecutive_failures_ > spec_.checkpoint.tolerable_failures) {
+    listener_->JobFailed(Status::Aborted(msg + " (" + std::to_string(consecutive_failures_) +
+                                         " consecutive failures exceed checkpoint.tolerable_failures = " +
+                                         std::to_string(spec_.checkpoint.tolerable_failures) + ")"));
+    stop_.store(true);
+  } else {
+    fprintf(stderr, "cairn: %s (tolerated: %u of %u consecutive failures)\n", msg.c_str(), consecutive_failures_,
+            spec_.checkpoint.tolerable_failures);
+  }
+}
+
+}  // namespace cairn

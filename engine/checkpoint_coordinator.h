@@ -1,0 +1,119 @@
+// CheckpointCoordinator triggers checkpoints, collects the tasks' acknowledgements, commits
+// completed checkpoints, and decides when a bounded job may end.
+//
+// A checkpoint goes PendingCheckpoint -> (all tasks acknowledged) -> _metadata committed ->
+// CompletedCheckpoint -> tasks notified -> retention applied. It fails (and its directory is
+// removed) when a task declines, it times out, or its metadata cannot be written; more than
+// checkpoint.tolerable_failures consecutive failures fail the job. A checkpoint triggered
+// after every source reported its input finished is final: once it completes, the sources are
+// told to end the stream.
+//
+// Contract: Start() runs the coordinator on its own thread; Acknowledge/SourceFinished may be
+// called from any thread. The JobListener hears of completion and failure.
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/checkpoint_messages.h"
+#include "engine/job_spec.h"
+#include "engine/parker.h"
+#include "state/checkpoint_store.h"
+
+namespace cairn {
+
+class Task;
+
+// Why a checkpoint failed; every reason has a message for users.
+enum class CheckpointFailureReason {
+  kDeclined,             // a task could not snapshot or persist its state
+  kTimeout,              // not complete within checkpoint.timeout
+  kMetadataWriteFailed,  // the commit point could not be written
+};
+const char* CheckpointFailureMessage(CheckpointFailureReason r);
+
+struct CheckpointStats {
+  uint64_t completed = 0;
+  uint64_t failed = 0;
+  int64_t last_duration_ms = -1;
+  int64_t max_duration_ms = 0;
+  int64_t total_duration_ms = 0;
+  CheckpointId last_completed_id = 0;
+  std::vector<int64_t> durations_ms;  // of every completed checkpoint, in order
+};
+
+class CheckpointCoordinator {
+ public:
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    virtual void JobFailed(const Status& s) = 0;
+  };
+
+  CheckpointCoordinator(const JobSpec& spec, const CheckpointStore* store, std::vector<Task*> tasks,
+                        CheckpointId first_id, Listener* listener);
+  ~CheckpointCoordinator();
+
+  void Start();
+  void Stop();
+
+  void Acknowledge(TaskAck ack);
+  void SourceFinished(int task);
+
+  CheckpointStats stats() const;
+  bool finished() const { return final_completed_.load(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    CheckpointId id;
+    Clock::time_point trigger;
+    int64_t trigger_wall_ms;
+    bool final_candidate;
+    size_t acks = 0;
+    std::vector<SubtaskStateHandle> handles;
+  };
+  struct Event {
+    enum class Kind { kAck, kSourceFinished } kind;
+    TaskAck ack;
+    int task = 0;
+  };
+
+  void Loop();
+  void OnAck(TaskAck ack);
+  void Trigger(bool final_candidate);
+  void Complete(Pending p);
+  void Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail);
+
+  const JobSpec& spec_;
+  const CheckpointStore* const store_;
+  const std::vector<Task*> tasks_;
+  std::vector<Task*> sources_;
+  Listener* const listener_;
+
+  moodycamel::ConcurrentQueue<Event> events_;
+  Parker parker_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> final_completed_{false};
+
+  // Coordinator-thread state.
+  CheckpointId next_id_;
+  std::map<CheckpointId, Pending> pending_;
+  size_t sources_finished_ = 0;
+  uint32_t consecutive_failures_ = 0;
+  Clock::time_point last_trigger_;
+  Clock::time_point last_completion_;
+  bool terminating_ = false;
+
+  mutable std::mutex stats_mu_;
+  CheckpointStats stats_;  // guarded by stats_mu_
+};
+
+}  // namespace cairn

@@ -1,0 +1,56 @@
+// The messages of the checkpoint protocol that are not stream elements: what a task hands to
+// the snapshot persister (a PersistJob), and what goes back to the coordinator (a TaskAck).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/key_groups.h"
+#include "engine/status.h"
+#include "engine/stream_element.h"
+#include "state/checkpoint_metadata.h"
+#include "state/keyed_state.h"
+
+namespace cairn {
+
+class RocksDbStateStore;
+
+// A stateful subtask's RocksDB store, plus the changes not yet written to it (a checkpoint
+// that failed after TakeDelta leaves them here for the next one). Touched only by the
+// persister thread that serves the owning task.
+struct KeyedStore {
+  std::unique_ptr<RocksDbStateStore> store;
+  std::unique_ptr<StateDelta> unwritten;
+};
+
+// The asynchronous part of one operator's snapshot.
+struct SnapshotPart {
+  SubtaskStateHandle handle;            // ids and ranges; paths and sizes are filled in by the persister
+  std::string operator_state;           // written to operator.state when non-empty
+  std::function<Status()> async_part;   // the operator's own async work, or empty
+  std::unique_ptr<StateDelta> delta;    // keyed operators only
+  KeyedStore* keyed = nullptr;          // keyed operators only
+};
+
+struct PersistJob {
+  CheckpointId id = 0;
+  std::string chk_dir;     // where the checkpoint's files go
+  int task = 0;
+  Status sync_status;      // not OK: persist the deltas only, then decline
+  int64_t alignment_ms = 0;
+  int64_t sync_ms = 0;
+  std::vector<SnapshotPart> parts;
+};
+
+// A task's answer to a checkpoint: its state handles, or why it declined.
+struct TaskAck {
+  CheckpointId id = 0;
+  int task = 0;
+  Status status;
+  std::vector<SubtaskStateHandle> handles;
+};
+
+}  // namespace cairn

@@ -1,0 +1,390 @@
+#include "engine/job_runner.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "engine/channel.h"
+#include "engine/crash_points.h"
+#include "engine/execution_plan.h"
+#include "engine/file_util.h"
+#include "engine/snapshot_persister.h"
+#include "engine/task.h"
+#include "operators/registry.h"
+#include "state/checkpoint_format.h"
+#include "state/checkpoint_store.h"
+#include "state/keyed_state.h"
+#include "state/rocksdb_state_store.h"
+
+namespace cairn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kChannelCapacity = 32;  // batches
+constexpr size_t kPersisterThreads = 2;
+
+std::atomic<int> g_interrupted{0};
+extern "C" void OnInterrupt(int sig) { g_interrupted.store(sig); }
+
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Collects the first failure of any task, the coordinator, or the user (Ctrl-C), and cancels
+// the job when it happens.
+class JobControl : public TaskListener, public CheckpointCoordinator::Listener {
+ public:
+  void SetParties(std::vector<Task*> tasks, std::vector<Channel*> channels, Parker* main) {
+    tasks_ = std::move(tasks);
+    channels_ = std::move(channels);
+    main_ = main;
+  }
+  void SourceFinished(int task) override { coordinator_->SourceFinished(task); }
+  void TaskFailed(int task, const Status& s) override { Fail(s); }
+  void JobFailed(const Status& s) override { Fail(s); }
+  void set_coordinator(CheckpointCoordinator* c) { coordinator_ = c; }
+
+  void Fail(const Status& s) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!status_.ok()) return;
+      status_ = s;
+    }
+    for (Channel* c : channels_) c->Cancel();
+    for (Task* t : tasks_) t->Cancel();
+    if (main_ != nullptr) main_->Unpark();
+  }
+  Status status() {
+    std::lock_guard<std::mutex> l(mu_);
+    return status_;
+  }
+  void TaskEnded() {
+    ended_.fetch_add(1);
+    if (main_ != nullptr) main_->Unpark();
+  }
+  size_t ended() const { return ended_.load(); }
+
+ private:
+  std::mutex mu_;
+  Status status_;  // guarded by mu_
+  std::vector<Task*> tasks_;
+  std::vector<Channel*> channels_;
+  Parker* main_ = nullptr;
+  CheckpointCoordinator* coordinator_ = nullptr;
+  std::atomic<size_t> ended_{0};
+};
+
+// Holds flock() on checkpoint.dir/_lock for the lifetime of the run.
+class DirLock {
+ public:
+  ~DirLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Status Acquire(const std::string& dir) {
+    std::string path = dir + "/" + kLockFileName;
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Status::FromErrno("cannot open lock file", path, errno);
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0)
+      return Status::InvalidArgument("checkpoint directory " + dir +
+                                     " is in use by another running job (" + path + " is locked)");
+    return Status::OK();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// What a restore provides, read and checked before anything on disk changes.
+struct RestorePlan {
+  bool active = false;
+  CompletedCheckpoint checkpoint;
+  std::map<std::pair<std::string, uint32_t>, std::string> operator_state;  // (op, subtask) -> bytes
+  std::map<std::string, std::vector<KeyedSnapshotHandle>> keyed;           // op -> snapshots
+};
+
+Status PrepareRestore(const JobSpec& spec, const RunOptions& opt, RestorePlan* plan) {
+  if (opt.restore.empty()) return Status::OK();
+  CheckpointStore store(spec.checkpoint.dir);
+  if (opt.restore == "latest") {
+    std::vector<CompletedCheckpoint> all;
+    std::vector<Status> skipped;
+    CAIRN_RETURN_IF_ERROR(store.ListCompleted(&all, &skipped));
+    for (const Status& s : skipped) fprintf(stderr, "cairn: warning: skipping damaged checkpoint: %s\n", s.message().c_str());
+    if (all.empty()) {
+      fprintf(stderr, "cairn: no completed checkpoint in %s; starting from the beginning\n", spec.checkpoint.dir.c_str());
+      return Status::OK();
+    }
+    plan->checkpoint = all.back();
+  } else {
+    CAIRN_RETURN_IF_ERROR(CheckpointStore::Resolve(opt.restore, &plan->checkpoint));
+  }
+  plan->active = true;
+  const CheckpointMetadata& m = plan->checkpoint.metadata;
+  const std::string& where = plan->checkpoint.path;
+  if (m.max_parallelism != spec.max_parallelism)
+    return Status::InvalidArgument("checkpoint " + where + " was taken with max_parallelism " +
+                                   std::to_string(m.max_parallelism) + " but the job has " +
+                                   std::to_string(spec.max_parallelism) + "; key groups cannot be remapped");
+  for (const SubtaskStateHandle& h : m.subtasks) {
+    const OperatorConfig* op = spec.Find(h.operator_id);
+    if (op == nullptr)
+      return Status::InvalidArgument("checkpoint " + where + " has state for operator '" + h.operator_id +
+                                     "', which the job does not have");
+    const OperatorType* type = FindOperatorType(op->type);
+    if (!h.operator_state_file.empty()) {
+      if (h.parallelism != op->parallelism)
+        return Status::InvalidArgument("operator '" + h.operator_id + "' had parallelism " + std::to_string(h.parallelism) +
+                                       " in checkpoint " + where + " but has " + std::to_string(op->parallelism) +
+                                       " now; only keyed state can be redistributed");
+      std::string bytes;
+      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(where + "/" + h.operator_state_file, &bytes));
+      plan->operator_state[{h.operator_id, h.subtask}] = std::move(bytes);
+    }
+    if (!h.keyed_dir.empty()) {
+      if (type == nullptr || !type->keyed)
+        return Status::InvalidArgument("checkpoint " + where + " has keyed state for operator '" + h.operator_id +
+                                       "', which is not keyed in the job");
+      std::string dir = where + "/" + h.keyed_dir;
+      if (!IsDirectory(dir)) return Status::NotFound("checkpoint " + where + ": keyed state " + dir + " is missing");
+      plan->keyed[h.operator_id].push_back(KeyedSnapshotHandle{dir, h.key_groups});
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
+  const auto start = Clock::now();
+  RestorePlan restore;
+  CAIRN_RETURN_IF_ERROR(PrepareRestore(spec, opt, &restore));
+  if (restore.active) {
+    summary->restored_from = restore.checkpoint.metadata.id;
+    fprintf(stderr, "cairn: restoring from checkpoint %" PRIu64 " (%s)\n", restore.checkpoint.metadata.id,
+            restore.checkpoint.path.c_str());
+  }
+  CAIRN_CRASH_POINT("restore.midway");
+  const ExecutionPlan plan = ExecutionPlan::Build(spec);
+  const std::string& ckdir = spec.checkpoint.dir;
+
+  // Instantiate every operator subtask; open the sources now, since they only read their
+  // input, so that a missing input fails before anything on disk changes.
+  struct SubtaskChain {
+    int chain;
+    uint32_t subtask;
+    std::vector<ChainedOperator> ops;
+  };
+  std::vector<SubtaskChain> subtasks;
+  for (int ci = 0; ci < static_cast<int>(plan.chains.size()); ++ci) {
+    const PlanChain& ch = plan.chains[ci];
+    for (uint32_t i = 0; i < ch.parallelism; ++i) {
+      SubtaskChain st{ci, i, {}};
+      for (int op_index : ch.ops) {
+        const OperatorConfig& oc = spec.operators[op_index];
+        const OperatorType* type = FindOperatorType(oc.type);
+        ChainedOperator c;
+        c.op = type->create(oc);
+        c.ctx.operator_id = oc.id;
+        c.ctx.job_name = spec.name;
+        c.ctx.subtask = i;
+        c.ctx.parallelism = oc.parallelism;
+        c.ctx.max_parallelism = spec.max_parallelism;
+        c.ctx.key_groups = KeyGroupRange::ForSubtask(i, spec.max_parallelism, oc.parallelism);
+        if (restore.active) {
+          c.ctx.restored_checkpoint = restore.checkpoint.metadata.id;
+          auto it = restore.operator_state.find({oc.id, i});
+          if (it != restore.operator_state.end()) c.ctx.restored_operator_state = it->second;
+        }
+        if (type->role == OperatorRole::kSource) CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
+        st.ops.push_back(std::move(c));
+      }
+      subtasks.push_back(std::move(st));
+    }
+  }
+
+  // From here on the job owns checkpoint.dir.
+  CAIRN_RETURN_IF_ERROR(CreateDirs(ckdir));
+  DirLock lock;
+  CAIRN_RETURN_IF_ERROR(lock.Acquire(ckdir));
+  CheckpointStore store(ckdir);
+  CAIRN_RETURN_IF_ERROR(store.RemoveIncomplete());
+  const std::string work_dir = ckdir + "/" + kWorkDirName + "/run-" + std::to_string(getpid());
+  CAIRN_RETURN_IF_ERROR(CreateDirs(work_dir));
+  struct WorkDirCleanup {
+    std::string dir;
+    ~WorkDirCleanup() { RemoveAll(dir); }
+  } work_cleanup{work_dir};
+
+  // Keyed state: restore (or create) each keyed subtask's store, then open the other operators.
+  for (SubtaskChain& st : subtasks) {
+    for (ChainedOperator& c : st.ops) {
+      const OperatorConfig& oc = *spec.Find(c.ctx.operator_id);
+      const OperatorType* type = FindOperatorType(oc.type);
+      if (type->keyed) {
+        c.keyed_state = std::make_unique<KeyedInt64State>(spec.max_parallelism, c.ctx.key_groups);
+        c.keyed_store = std::make_unique<KeyedStore>();
+        std::string dir = work_dir + "/" + oc.id + "-" + std::to_string(st.subtask);
+        std::vector<KeyedSnapshotHandle> overlapping;
+        for (const auto& h : restore.keyed[oc.id])
+          if (h.key_groups.Overlaps(c.ctx.key_groups)) overlapping.push_back(h);
+        if (!overlapping.empty()) {
+          CAIRN_RETURN_IF_ERROR(RocksDbStateStore::Restore(overlapping, dir, c.keyed_state.get(), &c.keyed_store->store));
+        } else {
+          CAIRN_RETURN_IF_ERROR(RocksDbStateStore::Create(dir, &c.keyed_store->store));
+        }
+        c.ctx.keyed_state = c.keyed_state.get();
+      }
+      if (type->role != OperatorRole::kSource) CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
+    }
+  }
+
+  // Tasks and channels.
+  JobControl control;
+  std::unique_ptr<CheckpointCoordinator> coordinator;
+  SnapshotPersister persister(kPersisterThreads, [&coordinator](TaskAck ack) { coordinator->Acknowledge(std::move(ack)); });
+  std::vector<std::unique_ptr<Task>> tasks;
+  std::vector<std::vector<Task*>> chain_tasks(plan.chains.size());
+  for (SubtaskChain& st : subtasks) {
+    std::string name = plan.ChainName(spec, st.chain) + "[" + std::to_string(st.subtask) + "]";
+    tasks.push_back(std::make_unique<Task>(static_cast<int>(tasks.size()), name, std::move(st.ops), spec.max_parallelism,
+                                           ckdir, &persister, &control));
+    chain_tasks[st.chain].push_back(tasks.back().get());
+  }
+  std::vector<std::unique_ptr<Channel>> channels;
+  for (const PlanEdge& e : plan.edges) {
+    auto& from = chain_tasks[e.from_chain];
+    auto& to = chain_tasks[e.to_chain];
+    auto make = [&](Task* a, Task* b) {
+      channels.push_back(std::make_unique<Channel>(a->name() + "->" + b->name(), kChannelCapacity, a->parker(), b->parker()));
+      b->input_gate()->AddInput(GateInput{channels.back().get(), e.to_input});
+      return channels.back().get();
+    };
+    if (!e.hash) {
+      for (size_t i = 0; i < from.size(); ++i) from[i]->output_gate()->AddForwardEdge(make(from[i], to[i]));
+    } else {
+      for (Task* a : from) {
+        std::vector<Channel*> outs;
+        for (Task* b : to) outs.push_back(make(a, b));
+        a->output_gate()->AddHashEdge(std::move(outs));
+      }
+    }
+  }
+
+  std::vector<Task*> task_ptrs;
+  for (auto& t : tasks) task_ptrs.push_back(t.get());
+  std::vector<Channel*> channel_ptrs;
+  for (auto& c : channels) channel_ptrs.push_back(c.get());
+  Parker main_parker;
+  control.SetParties(task_ptrs, channel_ptrs, &main_parker);
+  CheckpointId first_id = std::max(store.MaxId(), restore.active ? restore.checkpoint.metadata.id : 0) + 1;
+  coordinator = std::make_unique<CheckpointCoordinator>(spec, &store, task_ptrs, first_id, &control);
+  control.set_coordinator(coordinator.get());
+
+  summary->restore_seconds = SecondsSince(start);
+  g_interrupted.store(0);
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+
+  const auto run_start = Clock::now();
+  std::vector<std::thread> threads;
+  for (Task* t : task_ptrs)
+    threads.emplace_back([t, &control] {
+      t->Run();
+      control.TaskEnded();
+    });
+  coordinator->Start();
+
+  auto sum_records = [&](uint64_t* in, uint64_t* out) {
+    *in = *out = 0;
+    for (Task* t : task_ptrs) {
+      if (t->is_source()) *in += t->records_in();
+      if (!t->output_gate()->has_outputs()) *out += t->records_out();
+    }
+  };
+  auto next_report = run_start + std::chrono::seconds(1);
+  uint64_t last_out = 0;
+  while (control.ended() < task_ptrs.size()) {
+    uint32_t ticket = main_parker.Prepare();
+    if (g_interrupted.load() != 0) {
+      main_parker.Cancel();
+      control.Fail(Status::Aborted("interrupted by signal " + std::to_string(g_interrupted.load())));
+      g_interrupted.store(0);
+    }
+    if (Clock::now() >= next_report) {
+      main_parker.Cancel();
+      uint64_t in, out;
+      sum_records(&in, &out);
+      CheckpointStats cs = coordinator->stats();
+      if (opt.progress)
+        fprintf(stderr, "cairn: %6.1fs  source records %12" PRIu64 "  sink records %12" PRIu64 "  (%.2fM/s)  checkpoints %" PRIu64
+                        " (last %" PRId64 " ms)\n",
+                SecondsSince(run_start), in, out, static_cast<double>(out - last_out) / 1e6, cs.completed,
+                cs.last_duration_ms);
+      last_out = out;
+      next_report += std::chrono::seconds(1);
+      continue;
+    }
+    if (control.ended() >= task_ptrs.size()) {
+      main_parker.Cancel();
+      break;
+    }
+    main_parker.Park(ticket, std::min(next_report, Clock::now() + std::chrono::milliseconds(200)));
+  }
+  for (auto& th : threads) th.join();
+  summary->seconds = SecondsSince(run_start);
+  coordinator->Stop();
+  persister.Stop();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+
+  sum_records(&summary->source_records, &summary->sink_records);
+  summary->checkpoints = coordinator->stats();
+  Status s = control.status();
+  if (s.ok() && !coordinator->finished()) s = Status::Internal("tasks ended before the final checkpoint completed");
+  if (!s.ok()) return s;
+  for (Task* t : task_ptrs)
+    for (auto& c : t->chain()) c.op->TopKeys(10, &summary->top_keys);
+  std::sort(summary->top_keys.begin(), summary->top_keys.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  if (summary->top_keys.size() > 10) summary->top_keys.resize(10);
+  return Status::OK();
+}
+
+std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
+  char buf[512];
+  std::string out;
+  snprintf(buf, sizeof buf, "job %s completed in %.2f s%s\n", spec.name.c_str(), s.seconds,
+           s.restored_from ? (" (restored from checkpoint " + std::to_string(s.restored_from) + ")").c_str() : "");
+  out += buf;
+  snprintf(buf, sizeof buf, "  source records  %" PRIu64 " (%.0f records/s)\n", s.source_records,
+           s.seconds > 0 ? static_cast<double>(s.source_records) / s.seconds : 0.0);
+  out += buf;
+  snprintf(buf, sizeof buf, "  sink records    %" PRIu64 " (%.0f records/s)\n", s.sink_records,
+           s.seconds > 0 ? static_cast<double>(s.sink_records) / s.seconds : 0.0);
+  out += buf;
+  std::vector<int64_t> d = s.checkpoints.durations_ms;
+  std::sort(d.begin(), d.end());
+  snprintf(buf, sizeof buf, "  checkpoints     %" PRIu64 " completed, %" PRIu64 " failed; duration median %" PRId64
+                            " ms, max %" PRId64 " ms\n",
+           s.checkpoints.completed, s.checkpoints.failed, d.empty() ? 0 : d[d.size() / 2], d.empty() ? 0 : d.back());
+  out += buf;
+  if (!s.top_keys.empty()) {
+    out += "  top words      ";
+    for (const auto& [k, v] : s.top_keys) out += " " + k + " " + std::to_string(v);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace cairn

@@ -1,0 +1,43 @@
+// JobRunner runs one job to its end: it restores from a checkpoint when asked, builds the
+// tasks and channels of the ExecutionPlan, runs the coordinator, the persister and one thread
+// per task, reports progress, and returns a summary.
+//
+// Contract: everything that can be checked before the job touches the disk is checked first
+// (the checkpoint to restore, its compatibility with the job, its state files, the sources'
+// inputs), so that bad input fails with nothing changed. Then the runner locks
+// checkpoint.dir (one job per directory), removes incomplete checkpoints left by a crash, and
+// starts. RunJob is not re-entrant per checkpoint.dir.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/checkpoint_coordinator.h"
+#include "engine/job_spec.h"
+#include "engine/status.h"
+
+namespace cairn {
+
+struct RunOptions {
+  std::string restore;          // "" fresh start, "latest", or a checkpoint path
+  bool progress = true;         // live progress lines on stderr, once a second
+};
+
+struct RunSummary {
+  double seconds = 0;
+  double restore_seconds = 0;       // restore + deploy, before the first record
+  CheckpointId restored_from = 0;   // 0: fresh start
+  uint64_t source_records = 0;
+  uint64_t sink_records = 0;
+  CheckpointStats checkpoints;
+  std::vector<std::pair<std::string, int64_t>> top_keys;  // of keyed operators, largest first
+};
+
+Status RunJob(const JobSpec& spec, const RunOptions& options, RunSummary* summary);
+
+// Prints the summary in the format of `cairn run`.
+std::string FormatSummary(const JobSpec& spec, const RunSummary& s);
+
+}  // namespace cairn

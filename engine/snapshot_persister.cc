@@ -1,0 +1,133 @@
+#include "engine/snapshot_persister.h"
+
+#include "engine/file_util.h"
+#include "engine/crash_points.h"
+#include "state/checkpoint_format.h"
+#include "state/rocksdb_state_store.h"
+
+namespace cairn {
+
+void AppendDelta(StateDelta* into, const StateDelta& from) {
+  uint32_t base = static_cast<uint32_t>(into->keys.size());
+  into->keys.append(from.keys);
+  for (StateDelta::Entry e : from.entries) {
+    e.key_offset += base;
+    into->entries.push_back(e);
+  }
+}
+
+SnapshotPersister::SnapshotPersister(size_t threads, AckFn ack) : ack_(std::move(ack)) {
+  for (size_t i = 0; i < threads; ++i) {
+    workers_.push_back(std::make_unique<Worker>());
+    Worker* w = workers_.back().get();
+    w->thread = std::thread([this, w] { Loop(w); });
+  }
+}
+
+SnapshotPersister::~SnapshotPersister() { Stop(); }
+
+void SnapshotPersister::Submit(std::unique_ptr<PersistJob> job) {
+  Worker* w = workers_[static_cast<size_t>(job->task) % workers_.size()].get();
+  {
+    std::lock_guard<std::mutex> l(w->mu);
+    w->queue.push_back(std::move(job));
+  }
+  w->cv.notify_one();
+}
+
+void SnapshotPersister::Stop() {
+  for (auto& w : workers_) {
+    {
+      std::lock_guard<std::mutex> l(w->mu);
+      w->stop = true;
+    }
+    w->cv.notify_one();
+  }
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+}
+
+void SnapshotPersister::Loop(Worker* w) {
+  for (;;) {
+    std::unique_ptr<PersistJob> job;
+    {
+      std::unique_lock<std::mutex> l(w->mu);
+      w->cv.wait(l, [w] { return w->stop || !w->queue.empty(); });
+      if (w->queue.empty()) return;
+      job = std::move(w->queue.front());
+      w->queue.pop_front();
+    }
+    TaskAck ack = Persist(*job);
+    ack_(std::move(ack));
+  }
+}
+
+TaskAck SnapshotPersister::Persist(PersistJob& job) {
+  auto start = std::chrono::steady_clock::now();
+  TaskAck ack;
+  ack.id = job.id;
+  ack.task = job.task;
+  ack.status = job.sync_status;
+  for (SnapshotPart& part : job.parts) {
+    SubtaskStateHandle& h = part.handle;
+    std::string rel = h.operator_id + "-" + std::to_string(h.subtask);
+    std::string dir = job.chk_dir + "/" + rel;
+    if (part.keyed != nullptr) {
+      // Deltas must reach the working database even when this checkpoint fails.
+      std::unique_ptr<StateDelta> delta = std::move(part.keyed->unwritten);
+      if (delta == nullptr) {
+        delta = std::move(part.delta);
+      } else if (part.delta != nullptr) {
+        AppendDelta(delta.get(), *part.delta);
+      }
+      Status s = ack.status;
+      if (s.ok()) s = CreateDirs(dir);
+      uint64_t bytes = 0;
+      if (s.ok()) {
+        CAIRN_CRASH_POINT("persist.keyed");
+        s = part.keyed->store->PersistAndCheckpoint(*delta, dir + "/" + kKeyedStateDirName, &bytes);
+      }
+      if (!s.ok()) {
+        part.keyed->unwritten = std::move(delta);
+        if (ack.status.ok()) ack.status = s.WithContext("operator " + rel + " keyed state");
+        continue;
+      }
+      h.keyed_dir = rel + "/" + kKeyedStateDirName;
+      h.state_bytes += bytes;
+    }
+    if (!ack.status.ok()) continue;
+    if (!part.operator_state.empty()) {
+      Status s = CreateDirs(dir);
+      if (s.ok()) {
+        CAIRN_CRASH_POINT("persist.operator_state");
+        s = WriteChecksummedFile(dir + "/" + kOperatorStateFileName, part.operator_state);
+      }
+      if (!s.ok()) {
+        ack.status = s.WithContext("operator " + rel + " state");
+        continue;
+      }
+      h.operator_state_file = rel + "/" + kOperatorStateFileName;
+      h.state_bytes += part.operator_state.size() + kBlobFooterSize;
+    }
+    if (part.async_part) {
+      Status s = part.async_part();
+      if (!s.ok()) {
+        ack.status = s.WithContext("operator " + rel);
+        continue;
+      }
+    }
+  }
+  int64_t async_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  if (ack.status.ok()) {
+    for (SnapshotPart& part : job.parts) {
+      part.handle.alignment_ms = job.alignment_ms;
+      part.handle.sync_ms = job.sync_ms;
+      part.handle.async_ms = async_ms;
+      ack.handles.push_back(part.handle);
+    }
+  }
+  return ack;
+}
+
+}  // namespace cairn

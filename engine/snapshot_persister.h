@@ -1,0 +1,50 @@
+// SnapshotPersister runs the asynchronous part of subtask snapshots on a few background
+// threads, while the tasks go on processing: it writes keyed-state deltas to RocksDB and takes
+// RocksDB checkpoints, writes operator state, runs the operators' async parts, and then
+// acknowledges (or declines) to the coordinator.
+//
+// Contract: jobs of one task run in submission order on one thread (task index mod threads),
+// so a subtask's deltas reach its RocksDB in checkpoint order. Submit is called by task
+// threads; the callback runs on a persister thread. Stop() drains the queued jobs and joins.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/checkpoint_messages.h"
+
+namespace cairn {
+
+class SnapshotPersister {
+ public:
+  using AckFn = std::function<void(TaskAck)>;
+  SnapshotPersister(size_t threads, AckFn ack);
+  ~SnapshotPersister();
+
+  void Submit(std::unique_ptr<PersistJob> job);
+  void Stop();
+
+ private:
+  struct Worker {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::unique_ptr<PersistJob>> queue;  // guarded by mu
+    bool stop = false;                              // guarded by mu
+    std::thread thread;
+  };
+  void Loop(Worker* w);
+  TaskAck Persist(PersistJob& job);
+
+  AckFn ack_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+// Appends the entries of `from` to `into` (later entries win when written in order).
+void AppendDelta(StateDelta* into, const StateDelta& from);
+
+}  // namespace cairn

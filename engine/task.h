@@ -1,0 +1,106 @@
+// Task is one subtask of an operator chain running on its own thread: it reads its InputGate
+// (or polls its source), runs the chained operators on each batch, writes the OutputGate, and
+// carries out its part of every checkpoint (the per-subtask checkpointer: snapshot the chain
+// synchronously, forward the barrier, hand the rest to the SnapshotPersister).
+//
+// Contract: all operator calls happen on the task thread, except Open, which the runner calls
+// before the thread starts. Control messages (trigger, notify-complete, terminate) may be sent
+// from any thread; they are handled between batches, in the order sent. A task ends after
+// end of stream on all inputs (or Terminate, for a source) or when the job is cancelled.
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint_messages.h"
+#include "engine/input_gate.h"
+#include "engine/operator.h"
+#include "engine/output_gate.h"
+#include "engine/parker.h"
+#include "state/keyed_state.h"
+#include "state/rocksdb_state_store.h"
+
+namespace cairn {
+
+class SnapshotPersister;
+
+// What a task reports to the job: checkpoint-protocol events and failures.
+class TaskListener {
+ public:
+  virtual ~TaskListener() = default;
+  virtual void SourceFinished(int task) = 0;
+  virtual void TaskFailed(int task, const Status& s) = 0;
+};
+
+// One operator of the chain, with its subtask's state.
+struct ChainedOperator {
+  std::unique_ptr<Operator> op;
+  OperatorContext ctx;
+  std::unique_ptr<KeyedInt64State> keyed_state;  // keyed operators only
+  std::unique_ptr<KeyedStore> keyed_store;       // keyed operators only
+};
+
+class Task {
+ public:
+  Task(int index, std::string name, std::vector<ChainedOperator> chain, uint32_t max_parallelism, std::string checkpoint_dir, SnapshotPersister* persister, TaskListener* listener);
+
+  int index() const { return index_; }
+  const std::string& name() const { return name_; }
+  bool is_source() const { return source_ != nullptr; }
+  OutputGate* output_gate() { return &out_; }
+  InputGate* input_gate() { return &in_; }
+  Parker* parker() { return &parker_; }
+  std::vector<ChainedOperator>& chain() { return chain_; }
+
+  // The thread body.
+  void Run();
+
+  // Control, from any thread.
+  void TriggerCheckpoint(const Barrier& b);      // sources only
+  void NotifyCheckpointComplete(CheckpointId id);
+  void Terminate();                              // sources only: send end of stream and stop
+  void Cancel();
+
+  // Statistics, from any thread (relaxed).
+  uint64_t records_in() const { return records_in_.load(std::memory_order_relaxed); }
+  uint64_t records_out() const { return records_out_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Control {
+    enum class Kind { kTrigger, kNotify, kTerminate } kind;
+    Barrier barrier;
+    CheckpointId id = 0;
+  };
+  void RunSource();
+  void RunConsumer();
+  bool HandleControl();  // false when the task must stop
+  bool ProcessChain(size_t from, int input, const RecordBatch& in);
+  bool TakeCheckpoint(const Barrier& b, int64_t alignment_ms);
+  bool FinishChain(size_t from);
+  void Fail(const Status& s);
+  void CloseAll();
+
+  const int index_;
+  const std::string name_;
+  std::vector<ChainedOperator> chain_;
+  std::vector<RecordBatch> buffers_;  // output of each chained operator
+  SourceOperator* source_ = nullptr;  // chain head, when it is a source
+  InputGate in_;
+  OutputGate out_;
+  const std::string checkpoint_dir_;
+  SnapshotPersister* const persister_;
+  TaskListener* const listener_;
+  Parker parker_;
+  moodycamel::ConcurrentQueue<Control> control_;
+  std::atomic<bool> cancelled_{false};
+  bool terminated_ = false;
+  bool failed_ = false;
+  std::atomic<uint64_t> records_in_{0};
+  std::atomic<uint64_t> records_out_{0};
+};
+
+}  // namespace cairn

@@ -1,0 +1,188 @@
+#include "state/checkpoint_store.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "engine/file_util.h"
+#include "state/checkpoint_format.h"
+
+namespace cairn {
+
+namespace {
+
+// Parses "chk-<id>" with <id> in canonical decimal (no sign, no leading zeros).
+bool ParseCheckpointDirName(std::string_view name, CheckpointId* id) {
+  const std::string_view prefix = kCheckpointDirPrefix;
+  if (name.substr(0, prefix.size()) != prefix) return false;
+  std::string_view digits = name.substr(prefix.size());
+  if (digits.empty() || digits.size() > 20 || (digits.size() > 1 && digits[0] == '0')) return false;
+  CheckpointId v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    CheckpointId d = static_cast<CheckpointId>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *id = v;
+  return true;
+}
+
+std::string StripTrailingSlashes(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+std::string BaseName(const std::string& p) {
+  size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::string DirName(const std::string& p) {
+  size_t slash = p.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+// Reads the metadata of `chk_dir` and, when the directory is named chk-<id>, checks that the
+// metadata is that of checkpoint <id> (a copied or renamed directory must not pass for another).
+Status ReadCheckpoint(const std::string& chk_dir, CompletedCheckpoint* out) {
+  CheckpointMetadata m;
+  CAIRN_RETURN_IF_ERROR(ReadMetadata(chk_dir, &m));
+  CheckpointId dir_id;
+  if (ParseCheckpointDirName(BaseName(chk_dir), &dir_id) && dir_id != m.id) {
+    return Status::Corruption(chk_dir + "/" + kMetadataFileName + ": damaged (it describes checkpoint " +
+                              std::to_string(m.id) + ", but its directory is " + BaseName(chk_dir) + ")");
+  }
+  out->path = chk_dir;
+  out->metadata = std::move(m);
+  return Status::OK();
+}
+
+// Whether chk_dir has no _metadata file. Only a definite "no such file" counts: a file that
+// cannot be read for another reason (permissions, I/O) is an error, never a reason to delete.
+Status MetadataMissing(const std::string& chk_dir, bool* missing) {
+  std::string bytes;
+  Status s = ReadFile(chk_dir + "/" + kMetadataFileName, &bytes);
+  *missing = s.IsNotFound();
+  return *missing ? Status::OK() : s;
+}
+
+// Removes a completed checkpoint so that a crash half-way leaves an incomplete one (which
+// RemoveIncomplete cleans up), never a complete-looking one with missing state: the commit
+// point _metadata goes first.
+Status RemoveCheckpoint(const std::string& chk_dir) {
+  CAIRN_RETURN_IF_ERROR(RemoveAll(chk_dir + "/" + kMetadataFileName));
+  CAIRN_RETURN_IF_ERROR(FsyncDir(chk_dir));
+  return RemoveAll(chk_dir);
+}
+
+}  // namespace
+
+std::string CheckpointStore::CheckpointPath(CheckpointId id) const {
+  return dir_ + "/" + kCheckpointDirPrefix + std::to_string(id);
+}
+
+Status CheckpointStore::ListCompleted(std::vector<CompletedCheckpoint>* out, std::vector<Status>* skipped) const {
+  out->clear();
+  std::vector<std::string> names;
+  Status s = ListDir(dir_, &names);
+  if (s.IsNotFound()) return Status::OK();
+  CAIRN_RETURN_IF_ERROR(s);
+  std::vector<CompletedCheckpoint> result;
+  for (const std::string& name : names) {
+    CheckpointId id;
+    if (!ParseCheckpointDirName(name, &id)) continue;
+    const std::string path = dir_ + "/" + name;
+    if (!IsDirectory(path)) continue;
+    CompletedCheckpoint c;
+    s = ReadCheckpoint(path, &c);
+    if (s.IsNotFound()) continue;  // incomplete: _metadata was never committed
+    if (s.IsCorruption()) {
+      if (skipped != nullptr) skipped->push_back(std::move(s));
+      continue;
+    }
+    CAIRN_RETURN_IF_ERROR(s);  // the file system failed: do not guess which checkpoint is newest
+    result.push_back(std::move(c));
+  }
+  std::sort(result.begin(), result.end(),
+            [](const CompletedCheckpoint& a, const CompletedCheckpoint& b) { return a.metadata.id < b.metadata.id; });
+  *out = std::move(result);
+  return Status::OK();
+}
+
+Status CheckpointStore::Latest(CompletedCheckpoint* out) const {
+  std::vector<CompletedCheckpoint> all;
+  CAIRN_RETURN_IF_ERROR(ListCompleted(&all));
+  if (all.empty()) return Status::NotFound("no completed checkpoint in " + dir_);
+  *out = std::move(all.back());
+  return Status::OK();
+}
+
+CheckpointId CheckpointStore::MaxId() const {
+  std::vector<std::string> names;
+  if (!ListDir(dir_, &names).ok()) return 0;
+  CheckpointId max_id = 0;
+  for (const std::string& name : names) {
+    CheckpointId id;
+    if (ParseCheckpointDirName(name, &id)) max_id = std::max(max_id, id);
+  }
+  return max_id;
+}
+
+Status CheckpointStore::Resolve(const std::string& path, CompletedCheckpoint* out) {
+  const std::string p = StripTrailingSlashes(path);
+  if (p.empty() || !PathExists(p)) return Status::NotFound(path + ": no such file or directory");
+  std::string chk_dir;
+  if (IsDirectory(p)) {
+    chk_dir = p;
+  } else if (BaseName(p) == kMetadataFileName) {
+    chk_dir = DirName(p);
+  } else {
+    return Status::InvalidArgument(path + ": not a checkpoint; name a chk-<id> directory or its " +
+                                   kMetadataFileName + " file");
+  }
+  Status s = ReadCheckpoint(chk_dir, out);
+  if (s.IsNotFound()) {
+    return Status::NotFound(path + ": not a completed checkpoint (no " + kMetadataFileName +
+                            " file); name a chk-<id> directory");
+  }
+  return s;
+}
+
+Status CheckpointStore::RemoveIncomplete() const {
+  std::vector<std::string> names;
+  Status s = ListDir(dir_, &names);
+  if (s.IsNotFound()) return Status::OK();
+  CAIRN_RETURN_IF_ERROR(s);
+  bool removed = false;
+  for (const std::string& name : names) {
+    CheckpointId id;
+    const std::string path = dir_ + "/" + name;
+    if (name == kWorkDirName) {
+      CAIRN_RETURN_IF_ERROR(RemoveAll(path));
+      removed = true;
+    } else if (ParseCheckpointDirName(name, &id) && IsDirectory(path)) {
+      bool missing;
+      CAIRN_RETURN_IF_ERROR(MetadataMissing(path, &missing));
+      if (missing) {
+        CAIRN_RETURN_IF_ERROR(RemoveAll(path));
+        removed = true;
+      }
+    }
+  }
+  if (removed) CAIRN_RETURN_IF_ERROR(FsyncDir(dir_));
+  return Status::OK();
+}
+
+Status CheckpointStore::Retain(uint32_t retain) const {
+  if (retain == 0) return Status::InvalidArgument("checkpoint retention must keep at least 1 checkpoint");
+  std::vector<CompletedCheckpoint> all;
+  CAIRN_RETURN_IF_ERROR(ListCompleted(&all));
+  if (all.size() <= retain) return Status::OK();
+  const size_t remove = all.size() - retain;
+  for (size_t i = 0; i < remove; i++) CAIRN_RETURN_IF_ERROR(RemoveCheckpoint(all[i].path));
+  return FsyncDir(dir_);
+}
+
+}  // namespace cairn

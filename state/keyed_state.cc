@@ -1,0 +1,188 @@
+// KeyedInt64State: an open-addressing hash table (linear probing) over a key arena.
+//
+// Layout: a power-of-two array of Slots, indexed by the LOW bits of KeyHash (key groups use the
+// high bits, so one subtask's keys spread evenly). A Slot stores the full hash, so growing
+// never rehashes a key, and points into an arena of large blocks, so keys never move once
+// stored. Changed entries carry a dirty flag and their slot index is listed in dirty_; Grow()
+// rebuilds that list because it moves slots.
+#include "state/keyed_state.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace cairn {
+
+namespace {
+
+constexpr size_t kInitialSlots = 1024;        // a power of two
+constexpr size_t kArenaBlockSize = 1 << 20;   // 1 MiB
+constexpr size_t kOwnBlockThreshold = kArenaBlockSize / 4;  // larger keys get their own block
+
+// Grow when count would exceed 7/10 of the slots.
+size_t GrowThreshold(size_t slots) { return slots / 10 * 7; }
+
+// A valid pointer for the empty key (memcmp/memcpy with a null pointer is undefined).
+const char kEmptyKey[1] = {0};
+
+}  // namespace
+
+struct KeyedInt64State::Slot {
+  uint64_t hash = 0;
+  const char* key = nullptr;
+  uint32_t key_length = 0;
+  bool used = false;
+  bool dirty = false;
+  int64_t value = 0;
+};
+
+KeyedInt64State::KeyedInt64State(uint32_t max_parallelism, KeyGroupRange range)
+    : max_parallelism_(max_parallelism), range_(range), slots_(kInitialSlots), mask_(kInitialSlots - 1),
+      grow_at_(GrowThreshold(kInitialSlots)) {}
+
+KeyedInt64State::~KeyedInt64State() = default;
+
+size_t KeyedInt64State::size() const { return count_; }
+
+const char* KeyedInt64State::StoreKey(std::string_view key) {
+  if (key.empty()) return kEmptyKey;
+  if (key.size() > UINT32_MAX) throw std::length_error("KeyedInt64State: key longer than 4 GiB");
+  if (key.size() > kOwnBlockThreshold) {
+    arena_blocks_.push_back(std::make_unique<char[]>(key.size()));
+    char* p = arena_blocks_.back().get();
+    std::memcpy(p, key.data(), key.size());
+    return p;
+  }
+  if (key.size() > arena_left_) {
+    arena_blocks_.push_back(std::make_unique<char[]>(kArenaBlockSize));
+    arena_ptr_ = arena_blocks_.back().get();
+    arena_left_ = kArenaBlockSize;
+  }
+  char* p = arena_ptr_;
+  std::memcpy(p, key.data(), key.size());
+  arena_ptr_ += key.size();
+  arena_left_ -= key.size();
+  return p;
+}
+
+size_t KeyedInt64State::FindOrInsert(std::string_view key, uint64_t hash, bool* inserted) {
+  size_t i = hash & mask_;
+  for (;;) {
+    Slot& s = slots_[i];
+    if (!s.used) break;
+    if (s.hash == hash && s.key_length == key.size() &&
+        (key.empty() || std::memcmp(s.key, key.data(), key.size()) == 0)) {
+      *inserted = false;
+      return i;
+    }
+    i = (i + 1) & mask_;
+  }
+  // Absent: insert at the first free slot of the probe sequence (after growing, if due).
+  if (count_ + 1 > grow_at_) {
+    Grow();
+    i = hash & mask_;
+    while (slots_[i].used) i = (i + 1) & mask_;
+  }
+  Slot& s = slots_[i];
+  s.hash = hash;
+  s.key = StoreKey(key);
+  s.key_length = static_cast<uint32_t>(key.size());
+  s.used = true;
+  s.dirty = false;
+  s.value = 0;
+  ++count_;
+  *inserted = true;
+  return i;
+}
+
+void KeyedInt64State::Grow() {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  const size_t n = old.size() * 2;
+  if (n - 1 > UINT32_MAX) throw std::length_error("KeyedInt64State: too many entries");
+  slots_.resize(n);
+  mask_ = n - 1;
+  grow_at_ = GrowThreshold(n);
+  // Slots move, so the dirty list is rebuilt from the flags (same set, new indices).
+  dirty_.clear();
+  for (const Slot& s : old) {
+    if (!s.used) continue;
+    size_t i = s.hash & mask_;
+    while (slots_[i].used) i = (i + 1) & mask_;
+    slots_[i] = s;
+    if (s.dirty) dirty_.push_back(static_cast<uint32_t>(i));
+  }
+}
+
+void KeyedInt64State::MarkDirty(size_t slot) {
+  Slot& s = slots_[slot];
+  if (!s.dirty) {
+    s.dirty = true;
+    dirty_.push_back(static_cast<uint32_t>(slot));
+  }
+}
+
+int64_t KeyedInt64State::Add(std::string_view key, int64_t delta) {
+  bool inserted;
+  size_t i = FindOrInsert(key, KeyHash(key), &inserted);
+  Slot& s = slots_[i];
+  s.value += delta;
+  if (inserted || delta != 0) MarkDirty(i);
+  return s.value;
+}
+
+bool KeyedInt64State::Get(std::string_view key, int64_t* value) const {
+  const uint64_t hash = KeyHash(key);
+  size_t i = hash & mask_;
+  for (;;) {
+    const Slot& s = slots_[i];
+    if (!s.used) return false;
+    if (s.hash == hash && s.key_length == key.size() &&
+        (key.empty() || std::memcmp(s.key, key.data(), key.size()) == 0)) {
+      *value = s.value;
+      return true;
+    }
+    i = (i + 1) & mask_;
+  }
+}
+
+void KeyedInt64State::Put(std::string_view key, int64_t value) {
+  bool inserted;
+  size_t i = FindOrInsert(key, KeyHash(key), &inserted);
+  Slot& s = slots_[i];
+  if (inserted || s.value != value) {
+    s.value = value;
+    MarkDirty(i);
+  }
+}
+
+void KeyedInt64State::LoadEntry(std::string_view key, int64_t value) {
+  bool inserted;
+  size_t i = FindOrInsert(key, KeyHash(key), &inserted);
+  slots_[i].value = value;
+}
+
+std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
+  auto delta = std::make_unique<StateDelta>();
+  size_t key_bytes = 0;
+  for (uint32_t i : dirty_) key_bytes += slots_[i].key_length;
+  if (key_bytes > UINT32_MAX) throw std::length_error("KeyedInt64State: delta keys exceed 4 GiB");
+  delta->entries.reserve(dirty_.size());
+  delta->keys.reserve(key_bytes);
+  for (uint32_t i : dirty_) {
+    Slot& s = slots_[i];
+    delta->entries.push_back(StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_),
+                                               static_cast<uint32_t>(delta->keys.size()), s.key_length, s.value});
+    delta->keys.append(s.key, s.key_length);
+    s.dirty = false;
+  }
+  dirty_.clear();
+  return delta;
+}
+
+void KeyedInt64State::ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const {
+  for (const Slot& s : slots_) {
+    if (s.used) fn(std::string_view(s.key, s.key_length), s.value);
+  }
+}
+
+}  // namespace cairn

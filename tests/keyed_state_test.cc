@@ -1,0 +1,256 @@
+// Specification of KeyedInt64State: map semantics, growth, and the change set behind deltas.
+#include "state/keyed_state.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace cairn {
+namespace {
+
+constexpr uint32_t kMaxParallelism = 128;
+
+KeyedInt64State MakeState() { return KeyedInt64State(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1}); }
+
+// The delta as a map key -> (key group, value); fails the test on a duplicate key.
+std::map<std::string, std::pair<uint32_t, int64_t>> DeltaMap(const StateDelta& d) {
+  std::map<std::string, std::pair<uint32_t, int64_t>> m;
+  for (const auto& e : d.entries) {
+    bool fresh = m.emplace(std::string(d.key(e)), std::make_pair(e.key_group, e.value)).second;
+    EXPECT_TRUE(fresh) << "duplicate key in delta: " << d.key(e);
+  }
+  return m;
+}
+
+uint32_t GroupOf(const std::string& key) { return KeyGroupOf(KeyHash(key), kMaxParallelism); }
+
+TEST(KeyedStateTest, GetOfAbsentKeyReturnsFalse) {
+  auto s = MakeState();
+  int64_t v = 42;
+  EXPECT_FALSE(s.Get("missing", &v));
+  EXPECT_EQ(v, 42);
+  EXPECT_EQ(s.size(), 0u);
+}
+
+TEST(KeyedStateTest, AddTreatsAbsentAsZeroAndReturnsNewValue) {
+  auto s = MakeState();
+  EXPECT_EQ(s.Add("a", 5), 5);
+  EXPECT_EQ(s.Add("a", -2), 3);
+  EXPECT_EQ(s.Add("b", 0), 0);
+  int64_t v;
+  ASSERT_TRUE(s.Get("a", &v));
+  EXPECT_EQ(v, 3);
+  ASSERT_TRUE(s.Get("b", &v));
+  EXPECT_EQ(v, 0);
+  EXPECT_EQ(s.size(), 2u);
+}
+
+TEST(KeyedStateTest, PutOverwrites) {
+  auto s = MakeState();
+  s.Put("k", 7);
+  s.Put("k", -9);
+  int64_t v;
+  ASSERT_TRUE(s.Get("k", &v));
+  EXPECT_EQ(v, -9);
+  EXPECT_EQ(s.Add("k", 10), 1);
+  EXPECT_EQ(s.size(), 1u);
+}
+
+TEST(KeyedStateTest, EmptyKeyIsAKey) {
+  auto s = MakeState();
+  int64_t v;
+  EXPECT_FALSE(s.Get("", &v));
+  s.Add("", 3);
+  ASSERT_TRUE(s.Get("", &v));
+  EXPECT_EQ(v, 3);
+  EXPECT_EQ(s.size(), 1u);
+}
+
+TEST(KeyedStateTest, KeysWithEmbeddedNulAndUtf8AreDistinct) {
+  auto s = MakeState();
+  const std::string nul1("a\0b", 3), nul2("a\0c", 3), nul3("a", 1), nul4("\0", 1);
+  const std::string utf8 = "stra\xc3\x9f" "e", utf8_other = "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e";
+  s.Put(nul1, 1);
+  s.Put(nul2, 2);
+  s.Put(nul3, 3);
+  s.Put(nul4, 4);
+  s.Put(utf8, 5);
+  s.Put(utf8_other, 6);
+  EXPECT_EQ(s.size(), 6u);
+  int64_t v;
+  ASSERT_TRUE(s.Get(nul1, &v));
+  EXPECT_EQ(v, 1);
+  ASSERT_TRUE(s.Get(nul2, &v));
+  EXPECT_EQ(v, 2);
+  ASSERT_TRUE(s.Get(nul3, &v));
+  EXPECT_EQ(v, 3);
+  ASSERT_TRUE(s.Get(nul4, &v));
+  EXPECT_EQ(v, 4);
+  ASSERT_TRUE(s.Get(utf8, &v));
+  EXPECT_EQ(v, 5);
+  ASSERT_TRUE(s.Get(utf8_other, &v));
+  EXPECT_EQ(v, 6);
+  auto d = DeltaMap(*s.TakeDelta());
+  ASSERT_EQ(d.size(), 6u);
+  EXPECT_EQ(d.at(nul1).second, 1);
+  EXPECT_EQ(d.at(nul4).second, 4);
+  EXPECT_EQ(d.at(utf8_other).second, 6);
+}
+
+TEST(KeyedStateTest, LargeKeysAreStoredIntact) {
+  auto s = MakeState();
+  const std::string big(3 << 20, 'x');       // larger than an arena block
+  const std::string medium(600 << 10, 'y');  // larger than the own-block threshold
+  s.Put(big, 1);
+  s.Put(medium, 2);
+  for (int i = 0; i < 1000; ++i) s.Add("small" + std::to_string(i), i);
+  int64_t v;
+  ASSERT_TRUE(s.Get(big, &v));
+  EXPECT_EQ(v, 1);
+  ASSERT_TRUE(s.Get(medium, &v));
+  EXPECT_EQ(v, 2);
+  EXPECT_FALSE(s.Get(std::string(3 << 20, 'z'), &v));
+  auto d = DeltaMap(*s.TakeDelta());
+  EXPECT_EQ(d.size(), 1002u);
+  EXPECT_EQ(d.count(big), 1u);
+}
+
+TEST(KeyedStateTest, GrowthThroughManyRehashesKeepsEveryValue) {
+  auto s = MakeState();
+  std::unordered_map<std::string, int64_t> expected;
+  constexpr int kKeys = 1'000'000;
+  for (int i = 0; i < kKeys; ++i) {
+    std::string k = "key-" + std::to_string(i);
+    s.Add(k, i);
+    expected[k] += i;
+  }
+  // A second pass over a subset updates existing entries after all the growth.
+  for (int i = 0; i < kKeys; i += 7) {
+    std::string k = "key-" + std::to_string(i);
+    s.Add(k, 3);
+    expected[k] += 3;
+  }
+  ASSERT_EQ(s.size(), expected.size());
+  for (const auto& [k, want] : expected) {
+    int64_t v;
+    ASSERT_TRUE(s.Get(k, &v)) << k;
+    ASSERT_EQ(v, want) << k;
+  }
+  size_t visited = 0;
+  s.ForEach([&](std::string_view k, int64_t v) {
+    ++visited;
+    auto it = expected.find(std::string(k));
+    ASSERT_NE(it, expected.end());
+    EXPECT_EQ(it->second, v);
+  });
+  EXPECT_EQ(visited, expected.size());
+}
+
+TEST(KeyedStateTest, TakeDeltaReturnsExactlyChangedKeysWithLatestValuesAndKeyGroups) {
+  auto s = MakeState();
+  s.Add("a", 1);
+  s.Add("b", 2);
+  s.Add("a", 10);
+  s.Put("c", 5);
+  auto d1 = DeltaMap(*s.TakeDelta());
+  ASSERT_EQ(d1.size(), 3u);
+  EXPECT_EQ(d1.at("a"), std::make_pair(GroupOf("a"), int64_t{11}));
+  EXPECT_EQ(d1.at("b"), std::make_pair(GroupOf("b"), int64_t{2}));
+  EXPECT_EQ(d1.at("c"), std::make_pair(GroupOf("c"), int64_t{5}));
+
+  s.Add("b", 1);
+  s.Put("d", -4);
+  auto d2 = DeltaMap(*s.TakeDelta());
+  ASSERT_EQ(d2.size(), 2u);
+  EXPECT_EQ(d2.at("b"), std::make_pair(GroupOf("b"), int64_t{3}));
+  EXPECT_EQ(d2.at("d"), std::make_pair(GroupOf("d"), int64_t{-4}));
+}
+
+TEST(KeyedStateTest, SecondTakeDeltaWithoutChangesIsEmpty) {
+  auto s = MakeState();
+  s.Add("a", 1);
+  EXPECT_EQ(s.TakeDelta()->entries.size(), 1u);
+  auto d = s.TakeDelta();
+  EXPECT_TRUE(d->entries.empty());
+  EXPECT_TRUE(d->keys.empty());
+}
+
+TEST(KeyedStateTest, UnchangedWritesDoNotMarkExistingEntries) {
+  auto s = MakeState();
+  s.Put("p", 4);
+  s.Add("q", 1);
+  s.TakeDelta();
+  s.Put("p", 4);  // same value
+  s.Add("q", 0);  // no change
+  EXPECT_TRUE(s.TakeDelta()->entries.empty());
+}
+
+TEST(KeyedStateTest, KeyGroupsInDeltaLieInRangeOfMaxParallelism) {
+  auto s = MakeState();
+  for (int i = 0; i < 10000; ++i) s.Add(std::to_string(i), 1);
+  auto d = s.TakeDelta();
+  ASSERT_EQ(d->entries.size(), 10000u);
+  for (const auto& e : d->entries) {
+    ASSERT_LT(e.key_group, kMaxParallelism);
+    ASSERT_EQ(e.key_group, GroupOf(std::string(d->key(e))));
+  }
+}
+
+TEST(KeyedStateTest, DirtyTrackingSurvivesGrow) {
+  auto s = MakeState();
+  for (int i = 0; i < 100; ++i) s.Add("early-" + std::to_string(i), i);
+  s.TakeDelta();
+  // Change a few old keys, then force many rehashes, then change a few more.
+  s.Add("early-3", 100);
+  s.Put("early-50", -1);
+  std::map<std::string, int64_t> expected{{"early-3", 103}, {"early-50", -1}};
+  for (int i = 0; i < 200000; ++i) {
+    std::string k = "late-" + std::to_string(i);
+    s.Add(k, i);
+    expected[k] = i;
+  }
+  s.Add("early-7", 1);
+  expected["early-7"] = 8;
+  s.Add("late-5", 1);
+  expected["late-5"] = 6;
+
+  auto d = DeltaMap(*s.TakeDelta());
+  ASSERT_EQ(d.size(), expected.size());
+  for (const auto& [k, v] : expected) {
+    auto it = d.find(k);
+    ASSERT_NE(it, d.end()) << k;
+    ASSERT_EQ(it->second.second, v) << k;
+  }
+  EXPECT_TRUE(s.TakeDelta()->entries.empty());
+}
+
+TEST(KeyedStateTest, LoadEntryDoesNotMarkDirty) {
+  auto s = MakeState();
+  for (int i = 0; i < 50000; ++i) s.LoadEntry("loaded-" + std::to_string(i), i);  // grows too
+  EXPECT_EQ(s.size(), 50000u);
+  int64_t v;
+  ASSERT_TRUE(s.Get("loaded-123", &v));
+  EXPECT_EQ(v, 123);
+  EXPECT_TRUE(s.TakeDelta()->entries.empty());
+
+  s.Add("loaded-123", 1);
+  auto d = DeltaMap(*s.TakeDelta());
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d.at("loaded-123").second, 124);
+}
+
+TEST(KeyedStateTest, DeltaIsIndependentOfLaterChanges) {
+  auto s = MakeState();
+  s.Add("x", 1);
+  auto d = s.TakeDelta();
+  for (int i = 0; i < 100000; ++i) s.Add(std::to_string(i) + "-y", 1);
+  s.Add("x", 1);
+  ASSERT_EQ(d->entries.size(), 1u);
+  EXPECT_EQ(d->key(d->entries[0]), "x");
+  EXPECT_EQ(d->entries[0].value, 1);
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,408 @@
+// Specification of RocksDbStateStore: deltas become RocksDB checkpoints, restores rebuild the
+// state (by hard links when the key groups are unchanged, by rewriting when rescaling), and
+// snapshot directories are never modified.
+#include "state/rocksdb_state_store.h"
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace cairn {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ReadText;
+using testing::ScratchDir;
+
+constexpr uint32_t kMaxParallelism = 128;
+const KeyGroupRange kAllGroups{0, kMaxParallelism - 1};
+
+using Entries = std::map<std::string, int64_t>;
+
+uint32_t GroupOf(std::string_view key) { return KeyGroupOf(KeyHash(key), kMaxParallelism); }
+
+Entries StateEntries(const KeyedInt64State& s) {
+  Entries m;
+  s.ForEach([&](std::string_view k, int64_t v) { m[std::string(k)] = v; });
+  return m;
+}
+
+Entries SnapshotEntries(const std::string& dir) {
+  Entries m;
+  Status st = RocksDbStateStore::ReadSnapshot(dir, [&](uint32_t kg, std::string_view k, int64_t v) {
+    EXPECT_EQ(kg, GroupOf(k)) << k;
+    m[std::string(k)] = v;
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return m;
+}
+
+// Applies `changes` to `state`, takes its delta and persists it as a checkpoint at `dir`.
+void Checkpoint(KeyedInt64State* state, RocksDbStateStore* store, const Entries& changes, const std::string& dir) {
+  for (const auto& [k, v] : changes) state->Put(k, v);
+  uint64_t bytes = 0;
+  Status st = store->PersistAndCheckpoint(*state->TakeDelta(), dir, &bytes);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_GT(bytes, 0u);
+}
+
+// Everything observable about a directory's files except link counts: names, sizes,
+// modification times and contents.
+struct FileFingerprint {
+  uint64_t size;
+  int64_t mtime_sec;
+  int64_t mtime_nsec;
+  std::string contents;
+  bool operator==(const FileFingerprint& o) const {
+    return size == o.size && mtime_sec == o.mtime_sec && mtime_nsec == o.mtime_nsec && contents == o.contents;
+  }
+};
+
+std::map<std::string, FileFingerprint> Fingerprint(const std::string& dir) {
+  std::map<std::string, FileFingerprint> m;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    struct stat st;
+    EXPECT_EQ(::stat(e.path().c_str(), &st), 0);
+    std::string rel = fs::relative(e.path(), dir).string();
+    if (e.is_directory()) {
+      m[rel + "/"] = FileFingerprint{0, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, ""};
+    } else {
+      m[rel] = FileFingerprint{static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                               ReadText(e.path().string())};
+    }
+  }
+  struct stat st;
+  EXPECT_EQ(::stat(dir.c_str(), &st), 0);
+  m["."] = FileFingerprint{0, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, ""};
+  return m;
+}
+
+ino_t Inode(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_ino;
+}
+
+std::vector<std::string> SstFiles(const std::string& dir) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".sst") v.push_back(e.path().filename().string());
+  }
+  return v;
+}
+
+std::unique_ptr<RocksDbStateStore> CreateStore(const std::string& dir) {
+  std::unique_ptr<RocksDbStateStore> store;
+  Status st = RocksDbStateStore::Create(dir, &store);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return store;
+}
+
+std::unique_ptr<RocksDbStateStore> RestoreStore(const std::vector<KeyedSnapshotHandle>& snapshots,
+                                                const std::string& work_dir, KeyedInt64State* state) {
+  std::unique_ptr<RocksDbStateStore> store;
+  Status st = RocksDbStateStore::Restore(snapshots, work_dir, state, &store);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return store;
+}
+
+// Two checkpoints of one subtask: the second changes "b", adds "d", leaves "a" and "c".
+struct TwoCheckpoints {
+  ScratchDir scratch;
+  std::string chk1 = scratch / "chk-1/op-0/keyed";
+  std::string chk2 = scratch / "chk-2/op-0/keyed";
+  Entries first{{"a", 1}, {"b", 2}, {"c", 3}};
+  Entries second{{"b", 20}, {"d", -4}};
+  Entries union_latest{{"a", 1}, {"b", 20}, {"c", 3}, {"d", -4}};
+
+  TwoCheckpoints() {
+    KeyedInt64State state(kMaxParallelism, kAllGroups);
+    auto store = CreateStore(scratch / "_work/run/op-0");
+    Checkpoint(&state, store.get(), first, chk1);
+    Checkpoint(&state, store.get(), second, chk2);
+  }
+};
+
+TEST(RocksDbStateStoreTest, CheckpointIsAReadableSnapshotOfTheDelta) {
+  ScratchDir scratch;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = CreateStore(scratch / "work");
+  const Entries entries{{"x", std::numeric_limits<int64_t>::max()},
+                        {"y", std::numeric_limits<int64_t>::min()},
+                        {"z", -1},
+                        {std::string("nul\0key", 7), 7},
+                        {"\xc3\xa9t\xc3\xa9", 8},
+                        {"", 9}};
+  Checkpoint(&state, store.get(), entries, scratch / "chk");
+  EXPECT_EQ(SnapshotEntries(scratch / "chk"), entries);
+}
+
+TEST(RocksDbStateStoreTest, CheckpointOfEmptyDeltaIsAnEmptyOpenableSnapshot) {
+  ScratchDir scratch;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = CreateStore(scratch / "work");
+  Checkpoint(&state, store.get(), {}, scratch / "chk");
+  EXPECT_TRUE(SnapshotEntries(scratch / "chk").empty());
+}
+
+TEST(RocksDbStateStoreTest, CreateRefusesAnExistingDirectory) {
+  ScratchDir scratch;
+  std::unique_ptr<RocksDbStateStore> store;
+  Status st = RocksDbStateStore::Create(scratch.path(), &store);
+  EXPECT_TRUE(st.IsInvalidArgument()) << st.ToString();
+  EXPECT_NE(st.message().find(scratch.path()), std::string::npos) << st.ToString();
+}
+
+TEST(RocksDbStateStoreTest, CheckpointIntoAnExistingDirectoryFailsNamingIt) {
+  ScratchDir scratch;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = CreateStore(scratch / "work");
+  fs::create_directories(scratch / "chk");
+  uint64_t bytes = 0;
+  Status st = store->PersistAndCheckpoint(*state.TakeDelta(), scratch / "chk", &bytes);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(scratch / "chk"), std::string::npos) << st.ToString();
+}
+
+TEST(RocksDbStateStoreTest, SecondCheckpointHoldsUnionWithLatestValues) {
+  TwoCheckpoints t;
+  EXPECT_EQ(SnapshotEntries(t.chk2), t.union_latest);
+}
+
+TEST(RocksDbStateStoreTest, RestoreFromSecondCheckpointGivesUnionWithLatestValues) {
+  TwoCheckpoints t;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = RestoreStore({{t.chk2, kAllGroups}}, t.scratch / "restored", &state);
+  EXPECT_EQ(StateEntries(state), t.union_latest);
+  EXPECT_TRUE(state.TakeDelta()->entries.empty());
+}
+
+TEST(RocksDbStateStoreTest, FirstCheckpointStaysRestorableAndSharesFilesWithSecond) {
+  TwoCheckpoints t;
+  EXPECT_EQ(SnapshotEntries(t.chk1), t.first);
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = RestoreStore({{t.chk1, kAllGroups}}, t.scratch / "restored", &state);
+  EXPECT_EQ(StateEntries(state), t.first);
+
+  // The SST written for the first checkpoint is the same file (inode) in the second.
+  std::vector<std::string> shared;
+  for (const std::string& name : SstFiles(t.chk1)) {
+    if (fs::exists(t.chk2 + "/" + name) && Inode(t.chk1 + "/" + name) == Inode(t.chk2 + "/" + name)) {
+      shared.push_back(name);
+    }
+  }
+  EXPECT_FALSE(shared.empty());
+}
+
+TEST(RocksDbStateStoreTest, FirstCheckpointIsUnchangedByTheSecond) {
+  ScratchDir scratch;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = CreateStore(scratch / "work");
+  Checkpoint(&state, store.get(), {{"a", 1}, {"b", 2}}, scratch / "chk-1");
+  auto before = Fingerprint(scratch / "chk-1");
+  Checkpoint(&state, store.get(), {{"b", 3}, {"c", 4}}, scratch / "chk-2");
+  EXPECT_EQ(Fingerprint(scratch / "chk-1"), before);
+}
+
+TEST(RocksDbStateStoreTest, RestoreFastPathRebuildsTheDatabaseFromHardLinks) {
+  TwoCheckpoints t;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  const std::string work = t.scratch / "restored";
+  auto store = RestoreStore({{t.chk2, kAllGroups}}, work, &state);
+  ASSERT_NE(store, nullptr);
+  const auto snapshot_ssts = SstFiles(t.chk2);
+  ASSERT_FALSE(snapshot_ssts.empty());
+  for (const std::string& name : snapshot_ssts) {
+    ASSERT_TRUE(fs::exists(work + "/" + name)) << name;
+    EXPECT_EQ(Inode(work + "/" + name), Inode(t.chk2 + "/" + name)) << name;
+  }
+  EXPECT_EQ(StateEntries(state), t.union_latest);
+}
+
+TEST(RocksDbStateStoreTest, CheckpointAfterFastPathRestoreHoldsRestoredAndNewEntries) {
+  TwoCheckpoints t;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = RestoreStore({{t.chk2, kAllGroups}}, t.scratch / "restored", &state);
+  ASSERT_NE(store, nullptr);
+  state.Add("a", 100);
+  state.Add("e", 5);
+  uint64_t bytes = 0;
+  Status st = store->PersistAndCheckpoint(*state.TakeDelta(), t.scratch / "chk-3/op-0/keyed", &bytes);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  Entries want = t.union_latest;
+  want["a"] = 101;
+  want["e"] = 5;
+  EXPECT_EQ(SnapshotEntries(t.scratch / "chk-3/op-0/keyed"), want);
+  EXPECT_EQ(SnapshotEntries(t.chk2), t.union_latest);
+}
+
+// Word-count-like state written by 2 subtasks, each holding the keys of its own key groups.
+struct TwoSubtaskCheckpoint {
+  ScratchDir scratch;
+  Entries all;
+  std::vector<KeyedSnapshotHandle> handles;
+
+  TwoSubtaskCheckpoint() {
+    constexpr uint32_t kOld = 2;
+    std::vector<std::unique_ptr<KeyedInt64State>> states;
+    std::vector<std::unique_ptr<RocksDbStateStore>> stores;
+    for (uint32_t i = 0; i < kOld; ++i) {
+      states.push_back(std::make_unique<KeyedInt64State>(kMaxParallelism,
+                                                         KeyGroupRange::ForSubtask(i, kMaxParallelism, kOld)));
+      stores.push_back(CreateStore(scratch / ("work-" + std::to_string(i))));
+    }
+    for (int n = 0; n < 5000; ++n) {
+      std::string key = "word-" + std::to_string(n);
+      uint32_t subtask = SubtaskForKeyGroup(GroupOf(key), kMaxParallelism, kOld);
+      EXPECT_TRUE(states[subtask]->range().Contains(GroupOf(key)));
+      states[subtask]->Add(key, n + 1);
+      all[key] = n + 1;
+    }
+    for (uint32_t i = 0; i < kOld; ++i) {
+      std::string dir = scratch / ("chk-1/op-" + std::to_string(i) + "/keyed");
+      uint64_t bytes = 0;
+      Status st = stores[i]->PersistAndCheckpoint(*states[i]->TakeDelta(), dir, &bytes);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+      handles.push_back({dir, states[i]->range()});
+    }
+  }
+
+  Entries InRange(const KeyGroupRange& r) const {
+    Entries m;
+    for (const auto& [k, v] : all) {
+      if (r.Contains(GroupOf(k))) m[k] = v;
+    }
+    return m;
+  }
+};
+
+TEST(RocksDbStateStoreTest, RescaleRestoreGivesEachSubtaskExactlyItsKeyGroups) {
+  TwoSubtaskCheckpoint c;
+  constexpr uint32_t kNew = 3;
+  size_t total = 0;
+  for (uint32_t i = 0; i < kNew; ++i) {
+    const KeyGroupRange range = KeyGroupRange::ForSubtask(i, kMaxParallelism, kNew);
+    KeyedInt64State state(kMaxParallelism, range);
+    auto store = RestoreStore(c.handles, c.scratch / ("restored-" + std::to_string(i)), &state);
+    ASSERT_NE(store, nullptr);
+    Entries want = c.InRange(range);
+    EXPECT_FALSE(want.empty());
+    EXPECT_EQ(StateEntries(state), want) << "subtask " << i << " range " << range.ToString();
+    EXPECT_TRUE(state.TakeDelta()->entries.empty());
+    total += state.size();
+  }
+  EXPECT_EQ(total, c.all.size());
+}
+
+TEST(RocksDbStateStoreTest, CheckpointAfterRescaleRestoreContainsTheRestoredEntries) {
+  TwoSubtaskCheckpoint c;
+  constexpr uint32_t kNew = 3;
+  for (uint32_t i = 0; i < kNew; ++i) {
+    const KeyGroupRange range = KeyGroupRange::ForSubtask(i, kMaxParallelism, kNew);
+    KeyedInt64State state(kMaxParallelism, range);
+    auto store = RestoreStore(c.handles, c.scratch / ("restored-" + std::to_string(i)), &state);
+    ASSERT_NE(store, nullptr);
+    const std::string dir = c.scratch / ("chk-2/op-" + std::to_string(i) + "/keyed");
+    uint64_t bytes = 0;
+    Status st = store->PersistAndCheckpoint(*state.TakeDelta(), dir, &bytes);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(SnapshotEntries(dir), c.InRange(range)) << "subtask " << i;
+  }
+}
+
+TEST(RocksDbStateStoreTest, RescaleRestoreToOneSubtaskMergesAllSnapshots) {
+  TwoSubtaskCheckpoint c;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = RestoreStore(c.handles, c.scratch / "restored", &state);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(StateEntries(state), c.all);
+}
+
+TEST(RocksDbStateStoreTest, RestoreOfMissingDirIsNotFoundNamingIt) {
+  ScratchDir scratch;
+  const std::string missing = scratch / "chk-9/op-0/keyed";
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  std::unique_ptr<RocksDbStateStore> store;
+  Status st = RocksDbStateStore::Restore({{missing, kAllGroups}}, scratch / "restored", &state, &store);
+  EXPECT_TRUE(st.IsNotFound()) << st.ToString();
+  EXPECT_NE(st.message().find(missing), std::string::npos) << st.ToString();
+  EXPECT_EQ(store, nullptr);
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+TEST(RocksDbStateStoreTest, ReadSnapshotOfMissingDirIsNotFoundNamingIt) {
+  ScratchDir scratch;
+  const std::string missing = scratch / "nothing-here";
+  Status st = RocksDbStateStore::ReadSnapshot(missing, [](uint32_t, std::string_view, int64_t) {});
+  EXPECT_TRUE(st.IsNotFound()) << st.ToString();
+  EXPECT_NE(st.message().find(missing), std::string::npos) << st.ToString();
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+TEST(RocksDbStateStoreTest, SnapshotDirsAreUnchangedByRestoreAndReadSnapshot) {
+  TwoSubtaskCheckpoint c;
+  std::vector<std::map<std::string, FileFingerprint>> before;
+  for (const auto& h : c.handles) before.push_back(Fingerprint(h.dir));
+
+  for (const auto& h : c.handles) {  // fast path
+    KeyedInt64State state(kMaxParallelism, h.key_groups);
+    auto store = RestoreStore({h}, h.dir + "-restored", &state);
+    ASSERT_NE(store, nullptr);
+    state.Add("new-key", 1);  // and write to the restored database, which shares SST files
+    uint64_t bytes = 0;
+    ASSERT_TRUE(store->PersistAndCheckpoint(*state.TakeDelta(), h.dir + "-next", &bytes).ok());
+  }
+  for (uint32_t i = 0; i < 3; ++i) {  // rescale path
+    KeyedInt64State state(kMaxParallelism, KeyGroupRange::ForSubtask(i, kMaxParallelism, 3));
+    auto store = RestoreStore(c.handles, c.scratch / ("rescaled-" + std::to_string(i)), &state);
+    ASSERT_NE(store, nullptr);
+  }
+  for (const auto& h : c.handles) SnapshotEntries(h.dir);
+
+  for (size_t i = 0; i < c.handles.size(); ++i) {
+    EXPECT_EQ(Fingerprint(c.handles[i].dir), before[i]) << c.handles[i].dir;
+  }
+}
+
+TEST(RocksDbStateStoreTest, DamagedSnapshotIsCorruptionNamingIt) {
+  TwoCheckpoints t;
+  const std::string damaged = t.scratch / "damaged";
+  fs::copy(t.chk2, damaged);
+  testing::WriteText(damaged + "/CURRENT", "garbage without newline");
+  Status st = RocksDbStateStore::ReadSnapshot(damaged, [](uint32_t, std::string_view, int64_t) {});
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find(damaged), std::string::npos) << st.ToString();
+}
+
+TEST(RocksDbStateStoreTest, EntryWithMalformedValueIsCorruptionNamingTheSnapshot) {
+  ScratchDir scratch;
+  const std::string dir = scratch / "foreign";
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), std::string("\0\1key", 5), "short").ok());
+  }
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  std::unique_ptr<RocksDbStateStore> store;
+  Status st = RocksDbStateStore::Restore({{dir, kAllGroups}}, scratch / "restored", &state, &store);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find(dir), std::string::npos) << st.ToString();
+  EXPECT_FALSE(fs::exists(scratch / "restored"));
+  st = RocksDbStateStore::ReadSnapshot(dir, [](uint32_t, std::string_view, int64_t) {});
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+}
+
+}  // namespace
+}  // namespace cairn
