@@ -1,9 +1,9 @@
 // The job loader: YAML text -> overrides applied to the tree -> validated JobSpec.
 //
-// Reading happens in three passes over the YAML tree: ApplyOverride edits the tree (and
-// remembers which nodes it made, so that errors in them say "--set <path>"), JobReader checks
-// every key and value and fills the JobSpec, and CheckGraph checks the edges between operators.
-// The first problem found ends the load.
+// Loading happens in three passes: ApplyOverride edits the YAML tree (and remembers which
+// nodes it made, so that errors in them say "--set <path>"), JobReader checks every key and
+// value against the registry and fills the JobSpec, and CheckJobGraph (jobs/job_graph.h)
+// checks the edges between operators. The first problem found ends the load.
 #include "jobs/job_loader.h"
 
 #include <fcntl.h>
@@ -17,13 +17,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <map>
 #include <set>
 #include <string_view>
 #include <utility>
 
+#include "jobs/job_graph.h"
 #include "operators/registry.h"
 
 namespace cairn {
@@ -34,9 +34,9 @@ constexpr int64_t kMaxMaxParallelism = 32768;
 constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 
 const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "operators"};
-const std::vector<std::string> kCheckpointKeys = {"interval",       "mode",   "dir",
-                                                  "timeout",        "min_pause", "max_concurrent",
-                                                  "tolerable_failures", "retain", "aligned_timeout"};
+const std::vector<std::string> kCheckpointKeys = {
+    "interval", "mode", "dir", "timeout", "min_pause", "max_concurrent", "tolerable_failures", "retain",
+    "aligned_timeout"};
 const std::vector<std::string> kOperatorCommonKeys = {"id", "type", "parallelism", "inputs", "key_by"};
 const char* const kDurationForms = "a duration (e.g. 250ms, 1s, 2m, 1h, or a number of milliseconds)";
 
@@ -62,10 +62,9 @@ std::vector<std::string> OperatorKeys(const OperatorType& t) {
   return keys;
 }
 
-std::string TypeNames(bool sources_only = false) {
+std::string TypeNames() {
   std::vector<std::string> names;
-  for (const auto& t : OperatorTypes())
-    if (!sources_only || t.role == OperatorRole::kSource) names.push_back(t.name);
+  for (const auto& t : OperatorTypes()) names.push_back(t.name);
   return Join(names);
 }
 
@@ -97,8 +96,8 @@ bool ParseBool(const std::string& text, bool* out) {
 std::string Describe(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return n.size() == 0 ? "an empty list" : "a list";
+    case YAML::NodeType::Map: return n.size() == 0 ? "an empty map" : "a map";
     default: return "nothing";
   }
 }
@@ -268,16 +267,9 @@ class JobReader {
   explicit JobReader(const Locator& loc) : loc_(loc) {}
 
   Status Read(const YAML::Node& root, JobSpec* spec);
-  // Where each operator's nodes are, by index in spec->operators, for CheckGraph's messages.
-  struct OperatorNodes {
-    YAML::Node map;
-    Entry parallelism;
-    Entry inputs;
-    std::vector<YAML::Node> input_items;  // one per input; the inputs node itself for a bare id
-    Entry key_by;
-  };
-  const std::vector<OperatorNodes>& nodes() const { return nodes_; }
-  const YAML::Node& operators_node() const { return operators_node_; }
+  // Where the parts of each operator are, parallel to spec->operators, for CheckJobGraph.
+  const std::vector<OperatorPlaces>& places() const { return places_; }
+  const std::string& operators_place() const { return operators_place_; }
 
  private:
   Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where);
@@ -322,8 +314,8 @@ class JobReader {
   }
 
   const Locator& loc_;
-  std::vector<OperatorNodes> nodes_;
-  YAML::Node operators_node_;
+  std::vector<OperatorPlaces> places_;
+  std::string operators_place_;
 };
 
 Status JobReader::CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where) {
@@ -365,12 +357,12 @@ Status JobReader::Read(const YAML::Node& root, JobSpec* spec) {
   if (!ops.present) return loc_.Error(root, "missing required key 'operators' (the list of operators)");
   if (!ops.value.IsSequence() || ops.value.size() == 0)
     return Expected(ops, "operators", "a non-empty list of operators");
-  operators_node_ = ops.value;
+  operators_place_ = loc_.Where(ops);
   std::map<std::string, YAML::Node> first_id;
   for (const YAML::Node& n : ops.value) {
     OperatorConfig op;
     CAIRN_RETURN_IF_ERROR(ReadOperator(n, *spec, &op));
-    const YAML::Node& id_node = Find(n, "id").value;
+    const YAML::Node id_node = Find(n, "id").value;
     auto [first, inserted] = first_id.emplace(op.id, id_node);
     if (!inserted)
       return loc_.Error(id_node, "duplicate operator id '" + op.id + "' (first defined at " +
@@ -436,35 +428,34 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
     return Expected(id, "an operator id", "made of letters, digits, '_' and '-'");
   what = "operator '" + op->id + "'";
 
-  OperatorNodes nodes;
-  nodes.map = n;
+  OperatorPlaces places;
+  places.op = places.inputs = places.key_by = loc_.Where(n);
   op->parallelism = spec.parallelism;
   if (Entry e = Find(n, "parallelism"); e.present) {
-    nodes.parallelism = e;
     CAIRN_RETURN_IF_ERROR(U32(e, "parallelism of " + what, 1, &op->parallelism));
     if (op->parallelism > spec.max_parallelism)
       return loc_.Error(e, what + " has parallelism " + std::to_string(op->parallelism) +
                                ", greater than max_parallelism " + std::to_string(spec.max_parallelism));
   }
   if (Entry e = Find(n, "inputs"); e.present) {
-    nodes.inputs = e;
+    places.inputs = loc_.Where(e);
     const std::string label = "inputs of " + what;
     const char* expected = "an operator id or a list of operator ids";
     if (e.value.IsScalar()) {
       op->inputs.push_back(e.value.Scalar());
-      nodes.input_items.push_back(e.value);
+      places.input.push_back(places.inputs);
     } else if (e.value.IsSequence()) {
       for (const YAML::Node& item : e.value) {
         if (!item.IsScalar()) return loc_.Error(item, label + " must be operator ids, got " + Describe(item));
         op->inputs.push_back(item.Scalar());
-        nodes.input_items.push_back(item);
+        places.input.push_back(loc_.Where(item));
       }
     } else {
       return Expected(e, label, expected);
     }
   }
   if (Entry e = Find(n, "key_by"); e.present) {
-    nodes.key_by = e;
+    places.key_by = loc_.Where(e);
     CAIRN_RETURN_IF_ERROR(String(e, "key_by of " + what, true, &op->key_by));
   }
   for (const ParamSpec& p : t->params) {
@@ -478,8 +469,8 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
     }
     CAIRN_RETURN_IF_ERROR(ReadParam(e, p, "parameter '" + p.name + "' of " + what, &op->params[p.name]));
   }
-  op->location = loc_.Where(n);
-  nodes_.push_back(std::move(nodes));
+  op->location = places.op;
+  places_.push_back(std::move(places));
   return Status::OK();
 }
 
@@ -515,103 +506,6 @@ Status JobReader::ReadParam(const Entry& e, const ParamSpec& p, const std::strin
   return Status::Internal("unknown parameter type");
 }
 
-// ---- The graph ------------------------------------------------------------------------------
-
-// One cycle of the graph in data-flow order, its first operator repeated at the end
-// ("a -> b -> a"), or empty when the graph is acyclic. Inputs must name existing operators.
-std::vector<std::string> FindCycle(const std::vector<OperatorConfig>& ops) {
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < ops.size(); ++i) index[ops[i].id] = i;
-  std::vector<std::vector<size_t>> consumers(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i)
-    for (const auto& in : ops[i].inputs) consumers[index.at(in)].push_back(i);
-
-  enum Color { kWhite, kGray, kBlack };
-  std::vector<Color> color(ops.size(), kWhite);
-  std::vector<size_t> path;
-  std::vector<std::string> cycle;
-  std::function<bool(size_t)> visit = [&](size_t v) {
-    color[v] = kGray;
-    path.push_back(v);
-    for (size_t w : consumers[v]) {
-      if (color[w] == kGray) {
-        size_t from = 0;
-        while (path[from] != w) ++from;
-        for (size_t k = from; k < path.size(); ++k) cycle.push_back(ops[path[k]].id);
-        cycle.push_back(ops[w].id);
-        return true;
-      }
-      if (color[w] == kWhite && visit(w)) return true;
-    }
-    path.pop_back();
-    color[v] = kBlack;
-    return false;
-  };
-  for (size_t v = 0; v < ops.size(); ++v)
-    if (color[v] == kWhite && visit(v)) break;
-  return cycle;
-}
-
-// Checks the edges: inputs exist and fit the roles, key_by fits the types and the inputs'
-// keys, forward edges join equal parallelism, there is a source, and there is no cycle.
-Status CheckGraph(const JobSpec& spec, const JobReader& reader, const Locator& loc) {
-  std::map<std::string, const OperatorConfig*> by_id;
-  for (const auto& op : spec.operators) by_id[op.id] = &op;
-  bool any_source = false;
-  for (size_t i = 0; i < spec.operators.size(); ++i) {
-    const OperatorConfig& op = spec.operators[i];
-    const JobReader::OperatorNodes& nodes = reader.nodes()[i];
-    const OperatorType& t = *FindOperatorType(op.type);
-    const std::string what = "operator '" + op.id + "'";
-    if (t.role == OperatorRole::kSource) {
-      any_source = true;
-      if (!op.inputs.empty())
-        return loc.Error(nodes.inputs, what + " is a source (type " + t.name + ") and cannot have inputs");
-    } else if (op.inputs.empty()) {
-      const std::string needs = what + " (type " + t.name + ") needs inputs: the ids of the operators it reads from";
-      return nodes.inputs.present ? loc.Error(nodes.inputs, needs) : loc.Error(nodes.map, needs);
-    }
-    if (!op.key_by.empty() && !t.keyed)
-      return loc.Error(nodes.key_by, what + " has key_by, but its type " + t.name +
-                                         " is not keyed (keyed types take key_by; others read their inputs as they come)");
-    if (op.key_by.empty() && t.keyed)
-      return loc.Error(nodes.map, what + " (type " + t.name + ") is keyed and needs key_by: the field its input is keyed by");
-
-    std::set<std::string> seen;
-    for (size_t k = 0; k < op.inputs.size(); ++k) {
-      const std::string& in = op.inputs[k];
-      const YAML::Node& at = nodes.input_items[k];
-      if (in == op.id) return loc.Error(at, what + " lists itself as an input");
-      if (!seen.insert(in).second) return loc.Error(at, what + " lists input '" + in + "' more than once");
-      auto it = by_id.find(in);
-      if (it == by_id.end())
-        return loc.Error(at, what + " has input '" + in + "', which is not an operator id in this job");
-      const OperatorConfig& input = *it->second;
-      const OperatorType& it_type = *FindOperatorType(input.type);
-      if (it_type.role == OperatorRole::kSink)
-        return loc.Error(at, what + " has input '" + in + "', which is a sink (type " + it_type.name +
-                                 ") and emits nothing");
-      if (!op.key_by.empty() && it_type.output.key != op.key_by)
-        return loc.Error(nodes.key_by, what + " has key_by '" + op.key_by + "', but its input '" + in +
-                                           "' (type " + it_type.name + ") emits records keyed by '" +
-                                           it_type.output.key + "'");
-      if (op.key_by.empty() && input.parallelism != op.parallelism)
-        return loc.Error(at, what + " has parallelism " + std::to_string(op.parallelism) + " but its input '" + in +
-                                 "' has " + std::to_string(input.parallelism) + "; add key_by or make them equal");
-    }
-  }
-  if (!any_source)
-    return loc.Error(reader.operators_node(), "the job has no source operator (source types: " +
-                                                  TypeNames(/*sources_only=*/true) + ")");
-  std::vector<std::string> cycle = FindCycle(spec.operators);
-  if (!cycle.empty()) {
-    size_t i = 0;
-    while (spec.operators[i].id != cycle[0]) ++i;
-    return loc.Error(reader.nodes()[i].map, "cycle: " + Join(cycle, " -> "));
-  }
-  return Status::OK();
-}
-
 Status Load(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides,
             JobSpec* out) {
   OverrideLog log;
@@ -635,7 +529,7 @@ Status Load(const std::string& yaml, const std::string& name, const std::vector<
     spec.source_file = name;
     JobReader reader(loc);
     CAIRN_RETURN_IF_ERROR(reader.Read(root, &spec));
-    CAIRN_RETURN_IF_ERROR(CheckGraph(spec, reader, loc));
+    CAIRN_RETURN_IF_ERROR(CheckJobGraph(spec, reader.places(), reader.operators_place()));
     *out = std::move(spec);
   } catch (const YAML::Exception& e) {  // a bug here rather than bad input, but say where
     return Status::InvalidArgument(name + ": " + e.what());

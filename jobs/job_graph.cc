@@ -1,0 +1,125 @@
+#include "jobs/job_graph.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "operators/registry.h"
+
+namespace cairn {
+
+namespace {
+
+Status ErrorAt(const std::string& place, const std::string& what) {
+  return Status::InvalidArgument(place + ": " + what);
+}
+
+std::string SourceTypeNames() {
+  std::string names;
+  for (const auto& t : OperatorTypes()) {
+    if (t.role != OperatorRole::kSource) continue;
+    if (!names.empty()) names += ", ";
+    names += t.name;
+  }
+  return names;
+}
+
+// The checks of one operator's inputs and key_by against the operators it reads from.
+Status CheckOperatorEdges(const OperatorConfig& op, const OperatorPlaces& at,
+                          const std::map<std::string, const OperatorConfig*>& by_id) {
+  const OperatorType& t = *FindOperatorType(op.type);
+  const std::string what = "operator '" + op.id + "'";
+  if (t.role == OperatorRole::kSource && !op.inputs.empty())
+    return ErrorAt(at.inputs, what + " is a source (type " + t.name + ") and cannot have inputs");
+  if (t.role != OperatorRole::kSource && op.inputs.empty())
+    return ErrorAt(at.inputs, what + " (type " + t.name + ") needs inputs: the ids of the operators it reads from");
+  if (!op.key_by.empty() && !t.keyed)
+    return ErrorAt(at.key_by, what + " has key_by, but its type " + t.name +
+                                  " is not keyed (keyed types take key_by; others read their inputs as they come)");
+  if (op.key_by.empty() && t.keyed)
+    return ErrorAt(at.op, what + " (type " + t.name + ") is keyed and needs key_by: the field its input is keyed by");
+
+  std::set<std::string> seen;
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    const std::string& in = op.inputs[k];
+    const std::string& place = at.input[k];
+    if (in == op.id) return ErrorAt(place, what + " lists itself as an input");
+    if (!seen.insert(in).second) return ErrorAt(place, what + " lists input '" + in + "' more than once");
+    auto it = by_id.find(in);
+    if (it == by_id.end()) return ErrorAt(place, what + " has input '" + in + "', which is not an operator id in this job");
+    const OperatorConfig& input = *it->second;
+    const OperatorType& input_type = *FindOperatorType(input.type);
+    if (input_type.role == OperatorRole::kSink)
+      return ErrorAt(place, what + " has input '" + in + "', which is a sink (type " + input_type.name +
+                                ") and emits nothing");
+    if (!op.key_by.empty() && input_type.output.key != op.key_by)
+      return ErrorAt(at.key_by, what + " has key_by '" + op.key_by + "', but its input '" + in + "' (type " +
+                                    input_type.name + ") emits records keyed by '" + input_type.output.key + "'");
+    if (op.key_by.empty() && input.parallelism != op.parallelism)
+      return ErrorAt(place, what + " has parallelism " + std::to_string(op.parallelism) + " but its input '" + in +
+                                "' has " + std::to_string(input.parallelism) + "; add key_by or make them equal");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status CheckJobGraph(const JobSpec& spec, const std::vector<OperatorPlaces>& places,
+                     const std::string& operators_place) {
+  std::map<std::string, const OperatorConfig*> by_id;
+  for (const auto& op : spec.operators) by_id[op.id] = &op;
+  bool any_source = false;
+  for (size_t i = 0; i < spec.operators.size(); ++i) {
+    const OperatorConfig& op = spec.operators[i];
+    any_source |= FindOperatorType(op.type)->role == OperatorRole::kSource;
+    CAIRN_RETURN_IF_ERROR(CheckOperatorEdges(op, places[i], by_id));
+  }
+  if (!any_source)
+    return ErrorAt(operators_place, "the job has no source operator (source types: " + SourceTypeNames() + ")");
+
+  std::vector<std::string> cycle = FindCycle(spec.operators);
+  if (!cycle.empty()) {
+    std::string path;
+    for (const auto& id : cycle) path += (path.empty() ? "" : " -> ") + id;
+    size_t i = 0;
+    while (spec.operators[i].id != cycle[0]) ++i;
+    return ErrorAt(places[i].op, "cycle: " + path);
+  }
+  return Status::OK();
+}
+
+std::vector<std::string> FindCycle(const std::vector<OperatorConfig>& ops) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < ops.size(); ++i) index[ops[i].id] = i;
+  std::vector<std::vector<size_t>> consumers(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const auto& in : ops[i].inputs) consumers[index.at(in)].push_back(i);
+
+  // Depth-first along the data flow; meeting an operator still on the path closes a cycle.
+  enum Color { kUnvisited, kOnPath, kDone };
+  std::vector<Color> color(ops.size(), kUnvisited);
+  std::vector<size_t> path;
+  std::vector<std::string> cycle;
+  std::function<bool(size_t)> visit = [&](size_t v) {
+    color[v] = kOnPath;
+    path.push_back(v);
+    for (size_t w : consumers[v]) {
+      if (color[w] == kOnPath) {
+        size_t from = 0;
+        while (path[from] != w) ++from;
+        for (size_t k = from; k < path.size(); ++k) cycle.push_back(ops[path[k]].id);
+        cycle.push_back(ops[w].id);
+        return true;
+      }
+      if (color[w] == kUnvisited && visit(w)) return true;
+    }
+    path.pop_back();
+    color[v] = kDone;
+    return false;
+  };
+  for (size_t v = 0; v < ops.size(); ++v)
+    if (color[v] == kUnvisited && visit(v)) break;
+  return cycle;
+}
+
+}  // namespace cairn
