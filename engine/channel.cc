@@ -1,16 +1,18 @@
 #include "engine/channel.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace cairn {
 
 Channel::Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer)
     : name_(std::move(name)),
-      queue_(capacity),
+      queue_(2 * capacity + 2),  // room for pushes past `capacity` that a read-ahead waits for
       recycled_(capacity + 2),
       priority_(16),
       producer_(producer),
-      consumer_(consumer) {}
+      consumer_(consumer),
+      capacity_(capacity) {}
 
 void Channel::PushPriority(const PriorityEvent& e) {
   priority_.enqueue(e);  // may allocate; the lane carries a few events per checkpoint
@@ -19,14 +21,35 @@ void Channel::PushPriority(const PriorityEvent& e) {
 
 bool Channel::TryPopPriority(PriorityEvent* e) { return priority_.try_dequeue(*e); }
 
+void Channel::WantUpTo(uint64_t position) {
+  if (position <= wanted_.load(std::memory_order_relaxed)) return;
+  wanted_.store(position, std::memory_order_seq_cst);
+  if (producer_waiting_.load(std::memory_order_seq_cst)) producer_->Unpark();
+}
+
+void Channel::ReadAheadConsumed() {
+  read_ahead_.fetch_sub(1, std::memory_order_seq_cst);
+  if (producer_waiting_.load(std::memory_order_seq_cst)) producer_->Unpark();
+}
+
+bool Channel::TryEnqueue(StreamElement& e) {
+  size_t records = e.kind == StreamElement::Kind::kBatch ? e.batch->size() : 0;
+  size_t held = queue_.size_approx() + static_cast<size_t>(std::max<int64_t>(read_ahead_.load(), 0));
+  bool room = held < capacity_ || pushed_records_ < wanted_.load(std::memory_order_seq_cst);
+  if (!room || !queue_.try_enqueue(std::move(e))) return false;
+  pushed_records_ += records;
+  return true;
+}
+
 bool Channel::Push(StreamElement&& e, BlockedHandler* handler) {
-  while (!queue_.try_enqueue(std::move(e))) {
+  if (cancelled_.load(std::memory_order_acquire)) return false;
+  while (!TryEnqueue(e)) {
     if (cancelled_.load(std::memory_order_acquire)) return false;
     auto deadline = Parker::Clock::time_point::max();
     if (handler != nullptr && !handler->OnBlocked(&deadline)) return false;
     uint32_t ticket = producer_->Prepare();
     producer_waiting_.store(true, std::memory_order_seq_cst);
-    if (queue_.try_enqueue(std::move(e))) {
+    if (TryEnqueue(e)) {
       producer_waiting_.store(false, std::memory_order_relaxed);
       producer_->Cancel();
       break;

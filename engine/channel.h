@@ -51,6 +51,14 @@ class Channel {
   // Number of elements queued (approximate from either side).
   size_t SizeApprox() const { return queue_.size_approx(); }
 
+  // Consumer-side read-ahead (unaligned checkpoints read a channel ahead, up to a barrier's
+  // position, into an overflow the consumer owns). Elements held there still count against the
+  // capacity, so backpressure and memory stay bounded, except that the producer may always
+  // push records before the wanted position: the consumer is waiting for exactly those.
+  void WantUpTo(uint64_t position);   // records
+  void NoteReadAhead() { read_ahead_.fetch_add(1, std::memory_order_relaxed); }
+  void ReadAheadConsumed();
+
   // Consumer: give an emptied batch back to the producer for reuse.
   void Recycle(std::unique_ptr<RecordBatch> b);
   // Producer: an empty batch, reused when one came back, new otherwise.
@@ -60,12 +68,17 @@ class Channel {
   void Cancel();
 
  private:
+  bool TryEnqueue(StreamElement& e);  // producer; false when full (e untouched)
   const std::string name_;
   moodycamel::ReaderWriterQueue<StreamElement> queue_;
   moodycamel::ReaderWriterQueue<std::unique_ptr<RecordBatch>> recycled_;
   moodycamel::ReaderWriterQueue<PriorityEvent> priority_;
   Parker* const producer_;
   Parker* const consumer_;
+  const size_t capacity_;
+  std::atomic<int64_t> read_ahead_{0};   // elements in the consumer's overflow
+  std::atomic<uint64_t> wanted_{0};      // the consumer waits for records before this position
+  uint64_t pushed_records_ = 0;          // producer thread only
   std::atomic<bool> producer_waiting_{false};
   std::atomic<bool> cancelled_{false};
 };

@@ -133,6 +133,12 @@ void CheckpointCoordinator::Trigger(bool final_candidate) {
   b.trigger_time_ms = p.trigger_wall_ms;
   b.mode = spec_.checkpoint.mode;
   b.aligned_timeout_ms = spec_.checkpoint.mode == CheckpointMode::kAligned ? spec_.checkpoint.aligned_timeout.count() : 0;
+  if (final_candidate) {
+    // The final checkpoint must cover every record: its barriers follow the end of input on
+    // every channel and overtake nothing, so it is always aligned.
+    b.mode = CheckpointMode::kAligned;
+    b.aligned_timeout_ms = 0;
+  }
   pending_.emplace(p.id, std::move(p));
   for (Task* s : sources_) s->TriggerCheckpoint(b);
 }
@@ -163,7 +169,8 @@ void CheckpointCoordinator::Complete(Pending p) {
   m.id = p.id;
   m.job_name = spec_.name;
   m.trigger_time_ms = p.trigger_wall_ms;
-  m.mode = p.switched ? "aligned->unaligned" : CheckpointModeName(spec_.checkpoint.mode);
+  m.mode = p.switched ? "aligned->unaligned"
+                      : CheckpointModeName(p.final_candidate ? CheckpointMode::kAligned : spec_.checkpoint.mode);
   m.max_parallelism = spec_.max_parallelism;
   m.sources_finished = p.final_candidate;
   std::sort(p.handles.begin(), p.handles.end(), [](const SubtaskStateHandle& a, const SubtaskStateHandle& b) {

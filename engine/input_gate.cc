@@ -20,7 +20,8 @@ bool InputGate::HasWork() const {
   if (has_stash_ || has_priority_stash_) return true;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (inputs_[i].channel->HasPriority()) return true;
-    if (!state_[i].blocked && !state_[i].end_of_stream && inputs_[i].channel->HasData()) return true;
+    const ChannelState& s = state_[i];
+    if (!s.blocked && !s.end_of_stream && (!s.overflow.empty() || inputs_[i].channel->HasData())) return true;
   }
   return false;
 }
@@ -38,17 +39,79 @@ InputGate::Clock::time_point InputGate::NextDeadline() const {
   return Clock::now() + std::chrono::milliseconds(std::max<int64_t>(left, 0));
 }
 
+void InputGate::CopyRange(const RecordBatch& b, uint64_t first_pos, size_t first_row, size_t rows, Recording& r,
+                          size_t ch) {
+  uint64_t from = std::max(first_pos, r.copied[ch]);
+  uint64_t to = std::min<uint64_t>(first_pos + rows, r.end[ch]);
+  if (from >= to) return;
+  r.records->records[ch].AppendRange(b, first_row + (from - first_pos), first_row + (to - first_pos));
+  r.copied[ch] = to;
+}
+
 void InputGate::MarkProcessed(size_t ch, const RecordBatch& b, size_t begin, size_t end) {
-  uint64_t first = state_[ch].consumed;  // index of row `begin`
-  for (auto& [id, r] : recordings_) {
-    uint64_t from = std::max(first, r.start[ch]);
-    uint64_t to = std::min(first + (end - begin), r.end[ch]);
-    for (uint64_t i = from; i < to; ++i) r.records->records[ch].AddFrom(b, begin + (i - first));
+  ChannelState& s = state_[ch];
+  for (auto& [id, r] : recordings_) CopyRange(b, s.consumed, begin, end - begin, r, ch);
+  s.consumed += end - begin;
+  in_progress_offset_ = end;
+  if (end == b.size()) in_progress_ = nullptr;
+}
+
+void InputGate::Advance(Recording& r, size_t ch) {
+  if (r.end[ch] == kUnknown || r.copied[ch] >= r.end[ch]) return;
+  ChannelState& s = state_[ch];
+  uint64_t pos = s.consumed;
+  // What was taken off the queue but not processed, in channel order: the batch in progress,
+  // the stash, the overflow.
+  if (in_progress_ != nullptr && in_progress_slot_ == ch) {
+    size_t rows = in_progress_->size() - in_progress_offset_;
+    CopyRange(*in_progress_, pos, in_progress_offset_, rows, r, ch);
+    pos += rows;
   }
-  state_[ch].consumed += end - begin;
+  if (has_stash_ && stash_channel_ == ch) {
+    CopyRange(*stash_, pos, 0, stash_->size(), r, ch);
+    pos += stash_->size();
+  }
+  for (const StreamElement& e : s.overflow) {
+    if (e.kind != StreamElement::Kind::kBatch) continue;
+    CopyRange(*e.batch, pos, 0, e.batch->size(), r, ch);
+    pos += e.batch->size();
+  }
+  // Then read the queue ahead, up to the barrier's position.
+  Channel* c = inputs_[ch].channel;
+  c->WantUpTo(r.end[ch]);
+  StreamElement e;
+  while (s.received < r.end[ch] && c->TryPop(&e)) {
+    c->NoteReadAhead();
+    if (e.kind == StreamElement::Kind::kBatch) {
+      CopyRange(*e.batch, s.received, 0, e.batch->size(), r, ch);
+      s.received += e.batch->size();
+    }
+    s.overflow.push_back(std::move(e));
+  }
+}
+
+void InputGate::AdvanceAll() {
+  for (auto& [id, r] : recordings_)
+    for (size_t ch = 0; ch < inputs_.size(); ++ch) Advance(r, ch);
+}
+
+bool InputGate::PopElement(size_t ch, StreamElement* e) {
+  ChannelState& s = state_[ch];
+  if (!s.overflow.empty()) {
+    *e = std::move(s.overflow.front());
+    s.overflow.pop_front();
+    inputs_[ch].channel->ReadAheadConsumed();
+    return true;
+  }
+  if (!inputs_[ch].channel->TryPop(e)) return false;
+  if (e->kind == StreamElement::Kind::kBatch) s.received += e->batch->size();
+  return true;
 }
 
 GateEvent InputGate::Deliver(size_t ch, std::unique_ptr<RecordBatch> b) {
+  in_progress_ = b.get();
+  in_progress_slot_ = ch;
+  in_progress_offset_ = 0;
   GateEvent ev;
   ev.kind = GateEvent::Kind::kBatch;
   ev.slot = ch;
@@ -80,6 +143,7 @@ GateEvent InputGate::DrainPriority(size_t ch) {
 }
 
 GateEvent InputGate::PollPriority() {
+  AdvanceAll();
   GateEvent ev = FinishedRecording();
   if (ev.kind != GateEvent::Kind::kNone) return ev;
   for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -99,7 +163,7 @@ GateEvent InputGate::Poll() {
     ChannelState& s = state_[i];
     if (s.blocked || s.end_of_stream) continue;
     StreamElement e;
-    if (!inputs_[i].channel->TryPop(&e)) continue;
+    if (!PopElement(i, &e)) continue;
     next_ = (i + 1) % n;
     switch (e.kind) {
       case StreamElement::Kind::kBatch: {
@@ -129,7 +193,7 @@ GateEvent InputGate::Poll() {
         s.end_of_stream = true;
         ++ended_stream_;
         for (auto& [id, r] : recordings_)
-          if (r.end[i] == kUnknown) r.end[i] = s.consumed;
+          if (r.end[i] == kUnknown) r.end[i] = s.received;
         // A channel that ended sends no barrier: a checkpoint waiting for it may be complete.
         if (aligning_ && barriers_received_ >= OpenChannels()) return CompleteAligned();
         for (auto it = at_least_once_counts_.begin(); it != at_least_once_counts_.end(); ++it) {
@@ -243,10 +307,12 @@ GateEvent InputGate::SnapshotUnaligned(const Barrier& b, bool switched) {
   r.records->records.resize(n);
   r.start.resize(n);
   r.end.resize(n);
+  r.copied.resize(n);
   for (size_t i = 0; i < n; ++i) {
     r.records->channel_names.push_back(inputs_[i].channel->name());
     const ChannelState& s = state_[i];
     r.start[i] = s.consumed;
+    r.copied[i] = s.consumed;
     r.end[i] = (s.barrier_done >= b.id || s.end_of_stream) ? s.consumed : kUnknown;
   }
   auto ann = announced_.find(b.id);
@@ -265,22 +331,23 @@ GateEvent InputGate::SnapshotUnaligned(const Barrier& b, bool switched) {
   barriers_received_ = 0;
   for (ChannelState& s : state_) s.blocked = false;
   last_snapshot_ = b.id;
-  recordings_.emplace(b.id, std::move(r));
+  auto it = recordings_.emplace(b.id, std::move(r)).first;
+  for (size_t i = 0; i < n; ++i) Advance(it->second, i);
   return ev;
 }
 
 void InputGate::SetEnd(size_t ch, CheckpointId id, uint64_t end) {
   auto it = recordings_.find(id);
-  if (it != recordings_.end() && it->second.end[ch] == kUnknown) it->second.end[ch] = end;
+  if (it == recordings_.end() || it->second.end[ch] != kUnknown) return;
+  it->second.end[ch] = end;
+  Advance(it->second, ch);
 }
 
 GateEvent InputGate::FinishedRecording() {
   if (recordings_.empty()) return GateEvent{};
   Recording& r = recordings_.begin()->second;
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (r.end[i] == kUnknown) return GateEvent{};
-    if (state_[i].consumed < r.end[i] && !state_[i].end_of_stream) return GateEvent{};
-  }
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (r.end[i] == kUnknown || r.copied[i] < r.end[i]) return GateEvent{};
   GateEvent ev;
   ev.kind = GateEvent::Kind::kChannelStateDone;
   ev.channel_state = std::move(r.records);

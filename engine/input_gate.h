@@ -10,8 +10,11 @@
 //   checkpoint is older than the timeout, the gate switches it to unaligned (below).
 // - unaligned (Chandy–Lamport with overtaking markers): the first barrier of checkpoint n, on
 //   the priority lane, triggers the snapshot at once; then, on every channel, the records that
-//   were sent before that channel's barrier but processed after the snapshot are copied into
-//   the checkpoint's channel state while being processed normally.
+//   were sent before that channel's barrier but not processed at the snapshot are copied into
+//   the checkpoint's channel state, and processed normally afterwards. Once a channel's barrier
+//   position is known, the gate reads the channel ahead up to it (into a per-channel overflow
+//   that Poll reads first), so the channel state is complete without waiting for the task to
+//   work through the backlog: that is what makes unaligned checkpoints fast under backpressure.
 // - at least once: nothing is blocked; the checkpoint is taken when barrier n arrived on every
 //   open channel. Records after an early barrier are in the state and may be replayed.
 // A priority event is always looked at before the data it overtook is processed: after every
@@ -21,6 +24,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -86,14 +90,17 @@ class InputGate {
     bool blocked = false;  // aligned: barrier of the aligning checkpoint received
     bool end_of_input = false;
     bool end_of_stream = false;
-    uint64_t consumed = 0;              // records handed to the task
+    uint64_t consumed = 0;              // records processed by the task (MarkProcessed)
+    uint64_t received = 0;              // records taken off the channel's queue
     CheckpointId barrier_done = 0;      // highest checkpoint whose barrier this channel delivered
+    std::deque<StreamElement> overflow; // taken off the queue ahead of time; read before it
   };
   // One checkpoint this task has taken and is still recording channel state for.
   struct Recording {
     std::unique_ptr<ChannelStateRecords> records;
-    std::vector<uint64_t> start;  // channel position at the snapshot
-    std::vector<uint64_t> end;    // position of the channel's barrier; kUnknown until it is known
+    std::vector<uint64_t> start;   // channel position at the snapshot
+    std::vector<uint64_t> end;     // position of the channel's barrier; kUnknown until it is known
+    std::vector<uint64_t> copied;  // records below this position are copied (or not needed)
   };
   static constexpr uint64_t kUnknown = ~0ull;
 
@@ -108,16 +115,26 @@ class InputGate {
   void SetEnd(size_t ch, CheckpointId id, uint64_t end);
   GateEvent FinishedRecording();
   GateEvent Deliver(size_t ch, std::unique_ptr<RecordBatch> b);
+  bool PopElement(size_t ch, StreamElement* e);
+  // Copies what is known to lie in [copied, end) of a channel, reading the channel ahead.
+  void Advance(Recording& r, size_t ch);
+  void AdvanceAll();
+  static void CopyRange(const RecordBatch& b, uint64_t first_pos, size_t first_row, size_t rows, Recording& r,
+                        size_t ch);
   size_t OpenChannels() const { return inputs_.size() - ended_stream_; }
 
   std::vector<GateInput> inputs_;
-  std::vector<ChannelState> state_;
+  std::deque<ChannelState> state_;  // a deque: ChannelState is not copyable
   size_t next_ = 0;  // round-robin start
   size_t ended_input_ = 0;
   size_t ended_stream_ = 0;
   bool end_of_input_reported_ = false;
   bool end_of_stream_reported_ = false;
 
+  // The batch the task is processing (delivered, maybe partly processed).
+  const RecordBatch* in_progress_ = nullptr;
+  size_t in_progress_slot_ = 0;
+  size_t in_progress_offset_ = 0;
   // A popped batch held back while an event that precedes it is reported.
   bool has_stash_ = false;
   size_t stash_channel_ = 0;

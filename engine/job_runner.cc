@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -31,7 +32,7 @@ namespace cairn {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kChannelCapacity = 32;  // batches
+constexpr size_t kChannelCapacity = 16;  // batches
 constexpr size_t kPersisterThreads = 2;
 
 std::atomic<int> g_interrupted{0};
@@ -109,9 +110,29 @@ struct RestorePlan {
   CompletedCheckpoint checkpoint;
   std::map<std::pair<std::string, uint32_t>, std::string> operator_state;  // (op, subtask) -> bytes
   std::map<std::string, std::vector<KeyedSnapshotHandle>> keyed;           // op -> snapshots
+  // (head op, subtask) -> channel name -> in-flight records
+  std::map<std::pair<std::string, uint32_t>, std::vector<std::pair<std::string, RecordBatch>>> channels;
 };
 
-Status PrepareRestore(const JobSpec& spec, const RunOptions& opt, RestorePlan* plan) {
+// "<producer tail op>[i]-><consumer head op>[j]": the name of a channel in messages, metrics
+// and channel state (so it must not depend on anything but the job's operators).
+std::string ChannelName(const JobSpec& spec, const ExecutionPlan& plan, const PlanEdge& e, uint32_t from, uint32_t to) {
+  return spec.operators[plan.chains[e.from_chain].ops.back()].id + "[" + std::to_string(from) + "]->" +
+         spec.operators[plan.chains[e.to_chain].ops.front()].id + "[" + std::to_string(to) + "]";
+}
+
+std::set<std::string> AllChannelNames(const JobSpec& spec, const ExecutionPlan& plan) {
+  std::set<std::string> names;
+  for (const PlanEdge& e : plan.edges) {
+    uint32_t pf = plan.chains[e.from_chain].parallelism, pt = plan.chains[e.to_chain].parallelism;
+    for (uint32_t i = 0; i < pf; ++i)
+      for (uint32_t j = 0; j < pt; ++j)
+        if (e.hash || i == j) names.insert(ChannelName(spec, plan, e, i, j));
+  }
+  return names;
+}
+
+Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunOptions& opt, RestorePlan* plan) {
   if (opt.restore.empty()) return Status::OK();
   CheckpointStore store(spec.checkpoint.dir);
   if (opt.restore == "latest") {
@@ -149,6 +170,20 @@ Status PrepareRestore(const JobSpec& spec, const RunOptions& opt, RestorePlan* p
       CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(where + "/" + h.operator_state_file, &bytes));
       plan->operator_state[{h.operator_id, h.subtask}] = std::move(bytes);
     }
+    if (!h.channel_state_file.empty()) {
+      std::string path = where + "/" + h.channel_state_file;
+      std::string bytes;
+      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, &bytes));
+      auto& out = plan->channels[{h.operator_id, h.subtask}];
+      if (!DecodeChannelState(bytes, &out))
+        return Status::Corruption(path + ": damaged (channel state records do not parse)");
+      std::set<std::string> names = AllChannelNames(spec, exec);
+      for (const auto& [name, records] : out)
+        if (names.count(name) == 0)
+          return Status::InvalidArgument("checkpoint " + where + " holds in-flight records of channel " + name +
+                                         ", which the job does not have (a changed parallelism or topology); "
+                                         "restore it with the job's original operators and parallelism");
+    }
     if (!h.keyed_dir.empty()) {
       if (type == nullptr || !type->keyed)
         return Status::InvalidArgument("checkpoint " + where + " has keyed state for operator '" + h.operator_id +
@@ -165,15 +200,15 @@ Status PrepareRestore(const JobSpec& spec, const RunOptions& opt, RestorePlan* p
 
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   const auto start = Clock::now();
+  const ExecutionPlan plan = ExecutionPlan::Build(spec);
   RestorePlan restore;
-  CAIRN_RETURN_IF_ERROR(PrepareRestore(spec, opt, &restore));
+  CAIRN_RETURN_IF_ERROR(PrepareRestore(spec, plan, opt, &restore));
   if (restore.active) {
     summary->restored_from = restore.checkpoint.metadata.id;
     fprintf(stderr, "cairn: restoring from checkpoint %" PRIu64 " (%s)\n", restore.checkpoint.metadata.id,
             restore.checkpoint.path.c_str());
   }
   CAIRN_CRASH_POINT("restore.midway");
-  const ExecutionPlan plan = ExecutionPlan::Build(spec);
   const std::string& ckdir = spec.checkpoint.dir;
 
   // Instantiate every operator subtask; open the sources now, since they only read their
@@ -255,26 +290,29 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   std::vector<std::vector<Task*>> chain_tasks(plan.chains.size());
   for (SubtaskChain& st : subtasks) {
     std::string name = plan.ChainName(spec, st.chain) + "[" + std::to_string(st.subtask) + "]";
+    std::string head = st.ops.front().ctx.operator_id;
     tasks.push_back(std::make_unique<Task>(static_cast<int>(tasks.size()), name, std::move(st.ops), spec.max_parallelism,
                                            ckdir, &persister, &control));
+    auto cs = restore.channels.find({head, st.subtask});
+    if (cs != restore.channels.end()) tasks.back()->SetRestoredChannelState(std::move(cs->second));
     chain_tasks[st.chain].push_back(tasks.back().get());
   }
   std::vector<std::unique_ptr<Channel>> channels;
   for (const PlanEdge& e : plan.edges) {
     auto& from = chain_tasks[e.from_chain];
     auto& to = chain_tasks[e.to_chain];
-    auto make = [&](Task* a, Task* b) {
-      channels.push_back(std::make_unique<Channel>(a->name() + "->" + b->name(), kChannelCapacity, a->parker(), b->parker()));
+    auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {
+      channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(), b->parker()));
       b->input_gate()->AddInput(GateInput{channels.back().get(), e.to_input});
       return channels.back().get();
     };
     if (!e.hash) {
-      for (size_t i = 0; i < from.size(); ++i) from[i]->output_gate()->AddForwardEdge(make(from[i], to[i]));
+      for (uint32_t i = 0; i < from.size(); ++i) from[i]->output_gate()->AddForwardEdge(make(from[i], to[i], i, i));
     } else {
-      for (Task* a : from) {
+      for (uint32_t i = 0; i < from.size(); ++i) {
         std::vector<Channel*> outs;
-        for (Task* b : to) outs.push_back(make(a, b));
-        a->output_gate()->AddHashEdge(std::move(outs));
+        for (uint32_t j = 0; j < to.size(); ++j) outs.push_back(make(from[i], to[j], i, j));
+        from[i]->output_gate()->AddHashEdge(std::move(outs));
       }
     }
   }

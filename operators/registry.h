@@ -35,11 +35,11 @@ struct OperatorType {
   std::string name;
   OperatorRole role;
   bool keyed = false;  // needs key_by, gets keyed state
-  bool chain_head = false;  // always starts its own chain (its Admit paces the whole task)
   Schema output;       // empty key for sinks
   std::vector<ParamSpec> params;
   std::string doc;
   std::function<std::unique_ptr<Operator>(const OperatorConfig&)> create;
+  bool chain_head = false;  // always starts its own chain (its Admit paces the whole task)
 
   const ParamSpec* FindParam(std::string_view name) const;
 };
