@@ -6,6 +6,7 @@ Channel::Channel(std::string name, size_t capacity, Parker* producer, Parker* co
     : name_(std::move(name)), queue_(capacity), recycled_(capacity + 2), producer_(producer), consumer_(consumer) {}
 
 bool Channel::Push(StreamElement&& e) {
+  if (cancelled_.load(std::memory_order_acquire)) return false;
   while (!queue_.try_enqueue(std::move(e))) {
     if (cancelled_.load(std::memory_order_acquire)) return false;
     uint32_t ticket = producer_->Prepare();
