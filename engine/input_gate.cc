@@ -39,8 +39,9 @@ GateEvent InputGate::OnBarrier(size_t ch, const Barrier& b) {
 
 GateEvent InputGate::Poll() {
   const size_t n = inputs_.size();
+  const size_t start = next_;  // next_ moves as elements are taken; the scan still visits each channel once
   for (size_t k = 0; k < n; ++k) {
-    size_t i = (next_ + k) % n;
+    size_t i = (start + k) % n;
     State& s = state_[i];
     if (s.blocked || s.end_of_stream) continue;
     StreamElement e;
