@@ -158,8 +158,9 @@ GateEvent InputGate::Poll() {
   if (ev.kind != GateEvent::Kind::kNone) return ev;
   if (has_stash_) return TakeStash();
   const size_t n = inputs_.size();
+  const size_t first = next_;  // next_ moves as channels are read; the scan must not skip any
   for (size_t k = 0; k < n; ++k) {
-    size_t i = (next_ + k) % n;
+    size_t i = (first + k) % n;
     ChannelState& s = state_[i];
     if (s.blocked || s.end_of_stream) continue;
     StreamElement e;

@@ -1,0 +1,311 @@
+// Specification of the `cairn` command line, run as a child process: usage errors, job file
+// errors, restore errors that must leave everything on disk untouched, and the checkpoint
+// listing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace cairn::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string WordCountYaml() { return SourceDir() + "/jobs/wordcount.yaml"; }
+
+void ExpectUsageError(const RunResult& r, const std::string& message) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(message));
+  EXPECT_THAT(r.err, HasSubstr("usage:"));
+  EXPECT_THAT(r.err, HasSubstr("cairn run JOB.yaml"));
+}
+
+// Everything below `root`: relative path -> "dir", or "file <size>" followed by the contents.
+std::map<std::string, std::string> TreeOf(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::string> tree;
+  if (!fs::exists(root)) return tree;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    std::string rel = fs::relative(e.path(), root).string();
+    if (e.is_directory()) {
+      tree[rel] = "dir";
+    } else {
+      tree[rel] = "file " + std::to_string(e.file_size()) + "\n" + ReadText(e.path().string());
+    }
+  }
+  return tree;
+}
+
+// Compares two trees, reporting paths rather than contents (which may be binary).
+::testing::AssertionResult SameTree(const std::map<std::string, std::string>& before,
+                                    const std::map<std::string, std::string>& after) {
+  std::vector<std::string> diffs;
+  for (const auto& [path, what] : before) {
+    auto it = after.find(path);
+    if (it == after.end()) {
+      diffs.push_back("removed " + path);
+    } else if (it->second != what) {
+      diffs.push_back("changed " + path);
+    }
+  }
+  for (const auto& [path, what] : after)
+    if (!before.count(path)) diffs.push_back("added " + path);
+  if (diffs.empty()) return ::testing::AssertionSuccess();
+  auto r = ::testing::AssertionFailure();
+  for (const std::string& d : diffs) r << d << "; ";
+  return r;
+}
+
+// A completed small word count run in a scratch directory: input, checkpoints and output.
+class WordCountRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RunResult gen = RunCairn({"generate", "--out", input(), "--words", "100000", "--vocabulary", "1000"});
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    RunResult run = RunCairn(RunArgs({"--set", "operators.source.rate=20000"}));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ASSERT_THAT(run.out, HasSubstr("job wordcount completed"));
+  }
+
+  std::string input() const { return dir_ / "input.txt"; }
+  std::string ck() const { return dir_ / "ck"; }
+  std::string out() const { return dir_ / "out"; }
+
+  // `cairn run` of the word count over this fixture's input, checkpoints and output.
+  std::vector<std::string> RunArgs(std::vector<std::string> extra) const {
+    std::vector<std::string> args = {"run", WordCountYaml(), "--quiet",
+                                     "--set", "operators.source.path=" + input(),
+                                     "--set", "operators.sink.path=" + out(),
+                                     "--set", "checkpoint.dir=" + ck(),
+                                     "--set", "checkpoint.interval=20ms"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  // Ids of the completed checkpoints on disk (chk-<id> directories with _metadata).
+  std::set<uint64_t> CompletedIds() const {
+    std::set<uint64_t> ids;
+    for (const auto& e : std::filesystem::directory_iterator(ck())) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("chk-", 0) == 0 && std::filesystem::exists(e.path() / "_metadata"))
+        ids.insert(std::stoull(name.substr(4)));
+    }
+    return ids;
+  }
+
+  std::map<std::string, std::string> Trees() const {
+    std::map<std::string, std::string> all;
+    for (const auto& [p, v] : TreeOf(ck())) all["ck/" + p] = v;
+    for (const auto& [p, v] : TreeOf(out())) all["out/" + p] = v;
+    return all;
+  }
+
+  ScratchDir dir_;
+};
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Usage errors
+
+TEST(CliTest, NoCommandIsAUsageError) { ExpectUsageError(RunCairn({}), "missing command"); }
+
+TEST(CliTest, UnknownCommandIsAUsageError) {
+  ExpectUsageError(RunCairn({"frobnicate"}), "unknown command 'frobnicate'");
+}
+
+TEST(CliTest, UnknownFlagIsAUsageError) {
+  ExpectUsageError(RunCairn({"run", WordCountYaml(), "--frobnicate"}), "unknown flag '--frobnicate'");
+}
+
+TEST(CliTest, RunWithoutAJobFileIsAUsageError) { ExpectUsageError(RunCairn({"run"}), "missing JOB.yaml"); }
+
+TEST(CliTest, RestoreWithoutAValueIsAUsageError) {
+  ExpectUsageError(RunCairn({"run", WordCountYaml(), "--restore"}), "--restore needs");
+  ExpectUsageError(RunCairn({"run", WordCountYaml(), "--restore="}), "--restore needs");
+}
+
+TEST(CliTest, HelpPrintsUsageOnStdoutAndSucceeds) {
+  RunResult r = RunCairn({"help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("usage:"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// validate
+
+TEST(CliTest, ValidateAcceptsTheWordCountJob) {
+  RunResult r = RunCairn({"validate", WordCountYaml()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("valid job 'wordcount'"));
+  EXPECT_THAT(r.out, HasSubstr("source+tokenize -> count+sink  hash"));
+}
+
+TEST(CliTest, MalformedYamlIsBadInputLocatedByFileLineAndColumn) {
+  ScratchDir dir;
+  const std::string path = dir / "bad.yaml";
+  WriteText(path,
+            "job: x\n"
+            "parallelism: 2\n"
+            "checkpoint:\n"
+            "  interval: 1s\n"
+            "   mode: aligned\n");
+  RunResult r = RunCairn({"validate", path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(path + ":5:8: YAML syntax error"));
+  RunResult run = RunCairn({"run", path});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr(path + ":5:8: "));
+}
+
+TEST(CliTest, MissingJobFileIsBadInputNamingIt) {
+  ScratchDir dir;
+  RunResult r = RunCairn({"validate", dir / "absent.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(dir / "absent.yaml"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// run --restore
+
+TEST_F(WordCountRun, RestoreFromAMissingCheckpointFailsNamingItAndChangesNothing) {
+  const auto before = Trees();
+  RunResult r = RunCairn(RunArgs({"--restore", "/nonexistent"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent"));
+  EXPECT_TRUE(SameTree(before, Trees()));
+}
+
+TEST_F(WordCountRun, RestoreLatestFromAnEmptyDirectoryStartsFromTheBeginning) {
+  const std::string empty = dir_ / "empty-ck";
+  std::filesystem::create_directory(empty);
+  RunResult r = RunCairn({"run", WordCountYaml(), "--quiet", "--restore", "latest",
+                          "--set", "operators.source.path=" + input(),
+                          "--set", "operators.sink.path=" + dir_ / "out2",
+                          "--set", "checkpoint.dir=" + empty,
+                          "--set", "checkpoint.interval=20ms"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("starting from the beginning"));
+  EXPECT_THAT(r.out, HasSubstr("job wordcount completed"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("restored from")));
+  EXPECT_EQ(CommittedLines(dir_ / "out2").size(), 100000u) << "one output line per word";
+}
+
+TEST_F(WordCountRun, RestoreIntoADifferentMaxParallelismFailsAndChangesNothing) {
+  const auto before = Trees();
+  RunResult r = RunCairn(RunArgs({"--restore", "latest", "--set", "max_parallelism=64"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("max_parallelism 128 but the job has 64"));
+  EXPECT_TRUE(SameTree(before, Trees()));
+}
+
+TEST_F(WordCountRun, RescalingAnOperatorWithOperatorStateFailsAndChangesNothing) {
+  // count is keyed and may change parallelism; the forward edge makes the sink follow it, and
+  // the sink's operator state (its pending files) cannot be redistributed.
+  const auto before = Trees();
+  RunResult r = RunCairn(RunArgs({"--restore", "latest", "--set", "operators.count.parallelism=3",
+                                  "--set", "operators.sink.parallelism=3"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("operator 'sink' had parallelism 2"));
+  EXPECT_THAT(r.err, HasSubstr("only keyed state can be redistributed"));
+  EXPECT_TRUE(SameTree(before, Trees()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// checkpoints
+
+TEST_F(WordCountRun, CheckpointsListsOneLinePerCompletedCheckpoint) {
+  RunResult r = RunCairn({"checkpoints", ck()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::set<uint64_t> on_disk = CompletedIds();
+  ASSERT_FALSE(on_disk.empty());
+  std::set<uint64_t> listed;
+  for (const std::string& line : Lines(r.out)) {
+    SCOPED_TRACE(line);
+    std::map<std::string, std::string> f;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      size_t eq = w.find('=');
+      if (eq != std::string::npos) f[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    for (const char* key : {"id", "path", "trigger_time", "duration_ms", "state_bytes", "mode"})
+      EXPECT_TRUE(f.count(key)) << "missing field " << key;
+    uint64_t id = std::stoull(f["id"]);
+    listed.insert(id);
+    EXPECT_EQ(f["path"], ck() + "/chk-" + f["id"]);
+    EXPECT_TRUE(std::regex_match(f["trigger_time"], std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
+        << f["trigger_time"];
+    EXPECT_TRUE(std::regex_match(f["duration_ms"], std::regex(R"(\d+)")));
+    EXPECT_GT(std::stoull(f["state_bytes"]), 0u);
+    EXPECT_EQ(f["mode"], "aligned");
+  }
+  EXPECT_EQ(listed, on_disk);
+  EXPECT_EQ(Lines(r.out).size(), on_disk.size());
+}
+
+TEST_F(WordCountRun, CheckpointsJsonPrintsOneObjectPerCompletedCheckpoint) {
+  RunResult r = RunCairn({"checkpoints", ck(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::set<uint64_t> on_disk = CompletedIds();
+  std::set<uint64_t> listed;
+  const std::vector<std::string> lines = Lines(r.out);
+  for (const std::string& line : lines) {
+    SCOPED_TRACE(line);
+    ASSERT_FALSE(line.empty());
+    EXPECT_EQ(line.front(), '{');
+    EXPECT_EQ(line.back(), '}');
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, std::regex(R"("id":(\d+)[,}])")));
+    const std::string id = m[1];
+    listed.insert(std::stoull(id));
+    EXPECT_THAT(line, HasSubstr("\"path\":\"" + ck() + "/chk-" + id + "\""));
+    EXPECT_TRUE(std::regex_search(line, std::regex(R"("trigger_time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")")));
+    EXPECT_TRUE(std::regex_search(line, std::regex(R"("duration_ms":\d+[,}])")));
+    EXPECT_TRUE(std::regex_search(line, std::regex(R"("state_bytes":[1-9]\d*[,}])")));
+    EXPECT_THAT(line, HasSubstr("\"mode\":\"aligned\""));
+  }
+  EXPECT_EQ(listed, on_disk);
+  EXPECT_EQ(lines.size(), on_disk.size());
+}
+
+TEST(CliTest, CheckpointsOfAMissingDirectoryIsBadInput) {
+  RunResult r = RunCairn({"checkpoints", "/nonexistent"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// debug
+
+TEST(CliTest, DebugCrashPointsListsEveryCrashPoint) {
+  RunResult r = RunCairn({"debug", "crash-points"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> names;
+  for (const std::string& line : Lines(r.out)) {
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    names.insert(name);
+  }
+  for (const char* expected : {"source.barrier_injected", "task.sync_snapshot", "persist.keyed",
+                               "persist.operator_state", "metadata.before_commit", "checkpoint.committed",
+                               "sink.commit", "retention.cleanup", "restore.midway"})
+    EXPECT_TRUE(names.count(expected)) << expected;
+}
+
+}  // namespace
+}  // namespace cairn::testing
