@@ -66,11 +66,14 @@ class GateFixture {
     for (;;) {
       GateEvent ev = gate_.Poll();
       if (ev.kind == GateEvent::Kind::kNone) {
-        if (!gate_.HasReadableData()) return events;
+        if (!gate_.HasWork()) return events;
         continue;
       }
       events.push_back(Describe(ev));
-      if (ev.kind == GateEvent::Kind::kBatch) ev.channel->Recycle(std::move(ev.batch));
+      if (ev.kind == GateEvent::Kind::kBatch) {
+        gate_.MarkProcessed(ev.slot, *ev.batch, 0, ev.batch->size());
+        ev.channel->Recycle(std::move(ev.batch));
+      }
     }
   }
 
@@ -129,7 +132,7 @@ TEST(InputGateTest, HoldsBackRecordsBehindABarrierUntilEveryChannelSentIt) {
   f.Records(0, {"a-after"});
   f.Records(1, {"b-before"});
   EXPECT_THAT(f.Drain(), ElementsAre("batch:b-before"));
-  EXPECT_FALSE(f.gate().HasReadableData()) << "the blocked channel counts as not readable";
+  EXPECT_FALSE(f.gate().HasWork()) << "the blocked channel counts as not readable";
   EXPECT_TRUE(f.channel(0).HasData());
 }
 
