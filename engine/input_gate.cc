@@ -39,6 +39,16 @@ InputGate::Clock::time_point InputGate::NextDeadline() const {
   return Clock::now() + std::chrono::milliseconds(std::max<int64_t>(left, 0));
 }
 
+void InputGate::AddRestored(size_t ch, RecordBatch records) {
+  if (records.empty()) return;
+  ChannelState& s = state_[ch];
+  s.restored += records.size();
+  s.received += records.size();
+  StreamElement e = StreamElement::OfBatch(std::make_unique<RecordBatch>(std::move(records)));
+  s.overflow.push_front(std::move(e));
+  inputs_[ch].channel->NoteReadAhead();
+}
+
 void InputGate::CopyRange(const RecordBatch& b, uint64_t first_pos, size_t first_row, size_t rows, Recording& r,
                           size_t ch) {
   uint64_t from = std::max(first_pos, r.copied[ch]);
@@ -78,7 +88,7 @@ void InputGate::Advance(Recording& r, size_t ch) {
   }
   // Then read the queue ahead, up to the barrier's position.
   Channel* c = inputs_[ch].channel;
-  c->WantUpTo(r.end[ch]);
+  if (r.end[ch] > s.restored) c->WantUpTo(r.end[ch] - s.restored);  // in the producer's numbering
   StreamElement e;
   while (s.received < r.end[ch] && c->TryPop(&e)) {
     c->NoteReadAhead();
@@ -167,17 +177,13 @@ GateEvent InputGate::Poll() {
     if (!PopElement(i, &e)) continue;
     next_ = (i + 1) % n;
     switch (e.kind) {
-      case StreamElement::Kind::kBatch: {
-        // Whatever overtook this batch on the priority lane is handled before it.
-        ev = DrainPriority(i);
-        if (ev.kind != GateEvent::Kind::kNone) {
-          has_stash_ = true;
-          stash_channel_ = i;
-          stash_ = std::move(e.batch);
-          return ev;
-        }
-        return Deliver(i, std::move(e.batch));
-      }
+      case StreamElement::Kind::kBatch:
+        // Whatever overtook this batch on the priority lane is handled before it. The batch
+        // waits in the stash meanwhile, where a snapshot's read-ahead finds it.
+        has_stash_ = true;
+        stash_channel_ = i;
+        stash_ = std::move(e.batch);
+        return TakeStash();
       case StreamElement::Kind::kBarrier:
         ev = OnDataBarrier(i, e.barrier);
         if (ev.kind != GateEvent::Kind::kNone) return ev;
@@ -245,7 +251,10 @@ GateEvent InputGate::OnDataBarrier(size_t ch, const Barrier& b) {
   return CheckTimeout();
 }
 
-GateEvent InputGate::OnPriority(size_t ch, const PriorityEvent& e) {
+GateEvent InputGate::OnPriority(size_t ch, const PriorityEvent& in) {
+  // Positions count from the producer's start; restored records come before that.
+  PriorityEvent e = in;
+  e.position += state_[ch].restored;
   const Barrier& b = e.barrier;
   if (b.id <= last_snapshot_) {
     // The checkpoint was taken here already; the event marks where this channel's part ends.
@@ -258,7 +267,7 @@ GateEvent InputGate::OnPriority(size_t ch, const PriorityEvent& e) {
     // A newer checkpoint overtook the one being aligned: take the older one first, unaligned.
     has_priority_stash_ = true;
     priority_stash_channel_ = ch;
-    priority_stash_ = e;
+    priority_stash_ = in;
     return SnapshotUnaligned(aligning_barrier_, true);
   }
   if (e.kind == PriorityEvent::Kind::kAnnouncement) {
@@ -266,10 +275,11 @@ GateEvent InputGate::OnPriority(size_t ch, const PriorityEvent& e) {
     if (!aligning_) StartAligned(b);
     return CheckTimeout();
   }
-  state_[ch].barrier_done = std::max(state_[ch].barrier_done, b.id);
   bool switched = aligning_ && aligning_barrier_.id == b.id;
   GateEvent ev = SnapshotUnaligned(switched ? aligning_barrier_ : b, switched);
+  // This channel's in-flight records end at the barrier's position, not at the snapshot.
   SetEnd(ch, b.id, e.position);
+  state_[ch].barrier_done = std::max(state_[ch].barrier_done, b.id);
   return ev;
 }
 

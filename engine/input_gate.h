@@ -69,6 +69,10 @@ class InputGate {
 
   // The next event, or kNone when nothing is ready now.
   GateEvent Poll();
+  // Restore: `records` were in flight on channel `slot` when the restored checkpoint was taken.
+  // They are read before anything the channel brings now, and count as part of the channel,
+  // so a checkpoint taken while they are replayed records what is left of them. Before Poll.
+  void AddRestored(size_t slot, RecordBatch records);
   // The task calls this right before it processes rows [begin, end) of a batch from `slot`:
   // they count as consumed, and are copied into the channel state of any checkpoint that was
   // taken after they were sent but before they were processed.
@@ -92,6 +96,7 @@ class InputGate {
     bool end_of_stream = false;
     uint64_t consumed = 0;              // records processed by the task (MarkProcessed)
     uint64_t received = 0;              // records taken off the channel's queue
+    uint64_t restored = 0;              // restored records ahead of the producer's position 0
     CheckpointId barrier_done = 0;      // highest checkpoint whose barrier this channel delivered
     std::deque<StreamElement> overflow; // taken off the queue ahead of time; read before it
   };

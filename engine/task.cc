@@ -281,16 +281,13 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
   return true;
 }
 
-bool Task::ReplayRestoredChannels() {
+void Task::LoadRestoredChannels() {
   for (auto& [name, records] : restored_channels_) {
-    int input = 0;
-    for (const GateInput& gi : in_.inputs())
-      if (gi.channel->name() == name) input = gi.input_index;
-    records_in_.fetch_add(records.size(), std::memory_order_relaxed);
-    if (!ProcessChain(0, input, records)) return false;
+    const auto& inputs = in_.inputs();
+    for (size_t slot = 0; slot < inputs.size(); ++slot)
+      if (inputs[slot].channel->name() == name) in_.AddRestored(slot, std::move(records));
   }
   restored_channels_.clear();
-  return true;
 }
 
 void Task::RunSource() {
@@ -341,7 +338,7 @@ void Task::RunSource() {
 }
 
 void Task::RunConsumer() {
-  if (!ReplayRestoredChannels()) return;
+  LoadRestoredChannels();
   while (true) {
     if (!HandleControl()) return;
     Clock::time_point deadline = Clock::time_point::max();

@@ -57,8 +57,8 @@ class Task : public BlockedHandler {
   Parker* parker() { return &parker_; }
   std::vector<ChainedOperator>& chain() { return chain_; }
 
-  // Records restored from a checkpoint's channel state, by channel name; replayed into the
-  // chain before any new data. Before Run.
+  // Records restored from a checkpoint's channel state, by channel name; they go through the
+  // input gate ahead of any new data on their channel. Before Run.
   void SetRestoredChannelState(std::vector<std::pair<std::string, RecordBatch>> state) {
     restored_channels_ = std::move(state);
   }
@@ -95,7 +95,7 @@ class Task : public BlockedHandler {
   bool TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched);
   void OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs);
   void SubmitReadyJobs();
-  bool ReplayRestoredChannels();
+  void LoadRestoredChannels();
   bool FinishChain(size_t from);
   void Fail(const Status& s);
   void CloseAll();

@@ -1,0 +1,100 @@
+// End to end under backpressure (jobs/wordcount-backpressure.yaml: a throttle before the sink):
+// unaligned checkpoints, and aligned ones that switch to unaligned after
+// checkpoint.aligned_timeout, survive SIGKILLs at random instants and `--restore latest` with
+// exactly-once output; their checkpoints hold channel state (in-flight records).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tests/test_util.h"
+#include "tests/wordcount_check.h"
+
+namespace cairn::testing {
+namespace {
+
+int64_t JsonInt(const std::string& line, const std::string& key) {
+  size_t at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return -1;
+  return std::stoll(line.substr(at + key.size() + 3));
+}
+
+std::string JsonString(const std::string& line, const std::string& key) {
+  size_t at = line.find("\"" + key + "\":\"");
+  if (at == std::string::npos) return "";
+  size_t start = at + key.size() + 4;
+  return line.substr(start, line.find('"', start) - start);
+}
+
+struct Scenario {
+  std::string mode;
+  std::vector<std::string> extra_sets;
+  std::string expected_checkpoint_mode;  // what `cairn checkpoints` must report for some checkpoint
+};
+
+void RunScenario(const Scenario& sc) {
+  ScratchDir dir;
+  std::string input = dir / "input.txt";
+  ASSERT_EQ(RunCairn({"generate", "--out", input, "--words", "1200000", "--vocabulary", "2000", "--seed", "11"}).exit_code, 0);
+  std::vector<std::string> args = {"run", SourceDir() + "/jobs/wordcount-backpressure.yaml", "--quiet",
+                                   "--restore", "latest",
+                                   "--set", "operators.source.path=" + input,
+                                   "--set", "operators.sink.path=" + dir / "out",
+                                   "--set", "operators.throttle.rate=100000",
+                                   "--set", "checkpoint.dir=" + dir / "ck",
+                                   "--set", "checkpoint.mode=" + sc.mode,
+                                   "--set", "checkpoint.interval=100ms",
+                                   "--set", "checkpoint.retain=1000"};
+  for (const auto& s : sc.extra_sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("kill delay seed " + std::to_string(seed));
+  KillRun kr = RunWithKills(args, dir.path(), 5, seed, 300, 900, dir / "ck");
+  ASSERT_TRUE(kr.completed);
+  EXPECT_GE(kr.kills, 3);
+  ExpectExactlyOnce(dir / "out", ExpectedCounts(input));
+  int64_t max_channel_state = 0;
+  bool saw_mode = false;
+  for (const std::string& line : kr.checkpoint_lines) {
+    if (JsonString(line, "mode") != sc.expected_checkpoint_mode) continue;
+    saw_mode = true;
+    max_channel_state = std::max(max_channel_state, JsonInt(line, "channel_state_bytes"));
+  }
+  EXPECT_TRUE(saw_mode) << "no checkpoint with mode " << sc.expected_checkpoint_mode;
+  EXPECT_GT(max_channel_state, 0) << "checkpoints under backpressure should hold in-flight records";
+}
+
+TEST(UnalignedRecovery, SigkillsUnderBackpressureThenRestoreGiveExactlyOnceCounts) {
+  RunScenario({"unaligned", {}, "unaligned"});
+}
+
+TEST(UnalignedRecovery, AlignedTimeoutSwitchesToUnalignedAndStaysExactlyOnce) {
+  RunScenario({"aligned", {"checkpoint.aligned_timeout=5ms"}, "aligned->unaligned"});
+}
+
+TEST(UnalignedRecovery, ConcurrentUnalignedCheckpointsStayExactlyOnce) {
+  RunScenario({"unaligned", {"checkpoint.max_concurrent=3", "checkpoint.interval=30ms"}, "unaligned"});
+}
+
+TEST(AtLeastOnce, SigkillsThenRestoreLoseNothing) {
+  ScratchDir dir;
+  std::string input = dir / "input.txt";
+  ASSERT_EQ(RunCairn({"generate", "--out", input, "--words", "400000", "--vocabulary", "2000", "--seed", "5"}).exit_code, 0);
+  std::vector<std::string> args = {"run", SourceDir() + "/jobs/wordcount.yaml", "--quiet", "--restore", "latest",
+                                   "--set", "operators.source.path=" + input,
+                                   "--set", "operators.source.rate=20000",
+                                   "--set", "operators.sink.path=" + dir / "out",
+                                   "--set", "checkpoint.dir=" + dir / "ck",
+                                   "--set", "checkpoint.mode=at_least_once",
+                                   "--set", "checkpoint.max_concurrent=2",
+                                   "--set", "checkpoint.interval=50ms"};
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("kill delay seed " + std::to_string(seed));
+  KillRun kr = RunWithKills(args, dir.path(), 4, seed, 100, 600);
+  ASSERT_TRUE(kr.completed);
+  ExpectExactlyOnce(dir / "out", ExpectedCounts(input), /*at_least_once=*/true);
+}
+
+}  // namespace
+}  // namespace cairn::testing
