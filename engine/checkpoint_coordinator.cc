@@ -60,6 +60,11 @@ void CheckpointCoordinator::SourceFinished(int task) {
   parker_.Unpark();
 }
 
+std::string CheckpointCoordinator::Describe() const {
+  std::lock_guard<std::mutex> l(describe_mu_);
+  return description_;
+}
+
 CheckpointStats CheckpointCoordinator::stats() const {
   std::lock_guard<std::mutex> l(stats_mu_);
   return stats_;
@@ -113,6 +118,18 @@ void CheckpointCoordinator::Loop() {
       }
     }
     for (const auto& kv : pending_) deadline = std::min(deadline, kv.second.trigger + cfg.timeout);
+    {
+      std::string d = "coordinator: sources finished " + std::to_string(sources_finished_) + "/" +
+                      std::to_string(sources_.size()) + (terminating_ ? ", terminating" : "") + "\n";
+      for (const auto& [id, p] : pending_) {
+        d += "  pending checkpoint " + std::to_string(id) + (p.final_candidate ? " (final)" : "") + ": waiting for";
+        for (size_t t = 0; t < tasks_.size(); ++t)
+          if (!p.acked[t]) d += " " + tasks_[t]->name();
+        d += "\n";
+      }
+      std::lock_guard<std::mutex> l(describe_mu_);
+      description_ = std::move(d);
+    }
     if (any || events_.size_approx() > 0) {
       parker_.Cancel();
       continue;
@@ -127,6 +144,7 @@ void CheckpointCoordinator::Trigger(bool final_candidate) {
   p.trigger = Clock::now();
   p.trigger_wall_ms = WallMillis();
   p.final_candidate = final_candidate;
+  p.acked.assign(tasks_.size(), false);
   last_trigger_ = p.trigger;
   Barrier b;
   b.id = p.id;
@@ -157,6 +175,7 @@ void CheckpointCoordinator::OnAck(TaskAck ack) {
   }
   Pending& p = it->second;
   p.switched |= ack.switched;
+  if (ack.task >= 0 && static_cast<size_t>(ack.task) < p.acked.size()) p.acked[ack.task] = true;
   for (auto& h : ack.handles) p.handles.push_back(std::move(h));
   if (++p.acks < tasks_.size()) return;
   Pending done = std::move(p);

@@ -67,6 +67,8 @@ class CheckpointCoordinator {
   void SourceFinished(int task);
 
   CheckpointStats stats() const;
+  // The pending checkpoints and which tasks have answered, for diagnostics (any thread).
+  std::string Describe() const;
   bool finished() const { return final_completed_.load(); }
 
  private:
@@ -77,6 +79,7 @@ class CheckpointCoordinator {
     int64_t trigger_wall_ms;
     bool final_candidate;
     size_t acks = 0;
+    std::vector<bool> acked;  // by task index
     bool switched = false;  // some task switched this aligned checkpoint to unaligned
     std::vector<SubtaskStateHandle> handles;
   };
@@ -113,6 +116,8 @@ class CheckpointCoordinator {
   Clock::time_point last_completion_;
   bool terminating_ = false;
 
+  mutable std::mutex describe_mu_;
+  std::string description_;  // guarded by describe_mu_; refreshed by the coordinator thread
   mutable std::mutex stats_mu_;
   CheckpointStats stats_;  // guarded by stats_mu_
 };

@@ -39,6 +39,29 @@ InputGate::Clock::time_point InputGate::NextDeadline() const {
   return Clock::now() + std::chrono::milliseconds(std::max<int64_t>(left, 0));
 }
 
+std::string InputGate::Describe() const {
+  std::string out;
+  auto num = [](uint64_t v) { return v == kUnknown ? std::string("?") : std::to_string(v); };
+  out += "  gate: aligning=" + (aligning_ ? std::to_string(aligning_barrier_.id) : std::string("-")) +
+         " last_snapshot=" + std::to_string(last_snapshot_) + " stash=" + (has_stash_ ? "yes" : "no") + "\n";
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const ChannelState& s = state_[i];
+    out += "  " + inputs_[i].channel->name() + ": queued=" + std::to_string(inputs_[i].channel->SizeApprox()) +
+           " overflow=" + std::to_string(s.overflow.size()) + " consumed=" + std::to_string(s.consumed) +
+           " received=" + std::to_string(s.received) + (s.blocked ? " blocked" : "") +
+           (s.end_of_input ? " end_of_input" : "") + (s.end_of_stream ? " end_of_stream" : "") +
+           " barrier_done=" + std::to_string(s.barrier_done) + "\n";
+  }
+  for (const auto& [id, r] : recordings_) {
+    out += "  recording " + std::to_string(id) + ":";
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      out += " [" + std::to_string(r.start[i]) + "," + num(r.end[i]) + ") copied " + std::to_string(r.copied[i]);
+    out += "\n";
+  }
+  for (const auto& [id, chans] : announced_) out += "  announced " + std::to_string(id) + " on " + std::to_string(chans.size()) + " channels\n";
+  return out;
+}
+
 void InputGate::AddRestored(size_t ch, RecordBatch records) {
   if (records.empty()) return;
   ChannelState& s = state_[ch];

@@ -88,6 +88,8 @@ class InputGate {
   // When a pending aligned checkpoint would time out (time_point::max() when none).
   Clock::time_point NextDeadline() const;
   const std::vector<GateInput>& inputs() const { return inputs_; }
+  // One line per channel and pending checkpoint, for `kill -USR1` diagnostics.
+  std::string Describe() const;
 
  private:
   struct ChannelState {

@@ -36,7 +36,9 @@ constexpr size_t kChannelCapacity = 16;  // batches
 constexpr size_t kPersisterThreads = 2;
 
 std::atomic<int> g_interrupted{0};
+std::atomic<bool> g_dump{false};
 extern "C" void OnInterrupt(int sig) { g_interrupted.store(sig); }
+extern "C" void OnDump(int) { g_dump.store(true); }
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -333,6 +335,9 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   sa.sa_handler = OnInterrupt;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  struct sigaction sd {}, old_usr1 {};
+  sd.sa_handler = OnDump;
+  sigaction(SIGUSR1, &sd, &old_usr1);
 
   const auto run_start = Clock::now();
   std::vector<std::thread> threads;
@@ -359,6 +364,11 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
       control.Fail(Status::Aborted("interrupted by signal " + std::to_string(g_interrupted.load())));
       g_interrupted.store(0);
     }
+    if (g_dump.exchange(false)) {
+      // kill -USR1: every task prints its state, the coordinator its pending checkpoints.
+      fputs(coordinator->Describe().c_str(), stderr);
+      for (Task* t : task_ptrs) t->Dump();
+    }
     if (Clock::now() >= next_report) {
       main_parker.Cancel();
       uint64_t in, out;
@@ -377,7 +387,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
       main_parker.Cancel();
       break;
     }
-    main_parker.Park(ticket, std::min(next_report, Clock::now() + std::chrono::milliseconds(200)));
+    main_parker.Park(ticket, std::min(next_report, Clock::now() + std::chrono::milliseconds(100)));
   }
   for (auto& th : threads) th.join();
   summary->seconds = SecondsSince(run_start);
@@ -385,6 +395,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   persister.Stop();
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGUSR1, &old_usr1, nullptr);
 
   sum_records(&summary->source_records, &summary->sink_records);
   summary->checkpoints = coordinator->stats();

@@ -1,5 +1,7 @@
 #include "engine/task.h"
 
+#include <cstdio>
+
 #include "engine/crash_points.h"
 #include "engine/snapshot_persister.h"
 #include "state/keyed_state.h"
@@ -43,6 +45,19 @@ void Task::Terminate() {
   parker_.Unpark();
 }
 
+void Task::Dump() {
+  control_.enqueue(Control{Control::Kind::kDump, Barrier{}, 0});
+  parker_.Unpark();
+}
+
+void Task::PrintState() {
+  std::string out = "task " + name_ + ": " + (has_current_ ? "processing a batch" : "idle") +
+                    " records_in=" + std::to_string(records_in()) + " records_out=" + std::to_string(records_out());
+  for (const auto& [id, w] : waiting_) out += " waiting_job=" + std::to_string(id) + (w.ready ? "(ready)" : "(channel state)");
+  out += "\n" + in_.Describe();
+  fputs(out.c_str(), stderr);
+}
+
 void Task::Cancel() {
   cancelled_.store(true, std::memory_order_release);
   parker_.Unpark();
@@ -84,6 +99,9 @@ bool Task::HandleControl() {
         break;
       case Control::Kind::kTerminate:
         terminated_ = true;
+        break;
+      case Control::Kind::kDump:
+        PrintState();
         break;
     }
     return true;

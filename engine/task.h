@@ -71,6 +71,7 @@ class Task : public BlockedHandler {
   void TriggerCheckpoint(const Barrier& b);      // sources only
   void NotifyCheckpointComplete(CheckpointId id);
   void Terminate();                              // sources only: send end of stream and stop
+  void Dump();                                   // print this task's state to stderr
   void Cancel();
 
   // Statistics, from any thread (relaxed).
@@ -79,7 +80,7 @@ class Task : public BlockedHandler {
 
  private:
   struct Control {
-    enum class Kind { kTrigger, kNotify, kTerminate } kind;
+    enum class Kind { kTrigger, kNotify, kTerminate, kDump } kind;
     Barrier barrier;
     CheckpointId id = 0;
   };
@@ -96,6 +97,7 @@ class Task : public BlockedHandler {
   void OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs);
   void SubmitReadyJobs();
   void LoadRestoredChannels();
+  void PrintState();
   bool FinishChain(size_t from);
   void Fail(const Status& s);
   void CloseAll();
