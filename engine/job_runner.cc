@@ -210,7 +210,6 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     fprintf(stderr, "cairn: restoring from checkpoint %" PRIu64 " (%s)\n", restore.checkpoint.metadata.id,
             restore.checkpoint.path.c_str());
   }
-  CAIRN_CRASH_POINT("restore.midway");
   const std::string& ckdir = spec.checkpoint.dir;
 
   // Instantiate every operator subtask; open the sources now, since they only read their
@@ -262,6 +261,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   } work_cleanup{work_dir};
 
   // Keyed state: restore (or create) each keyed subtask's store, then open the other operators.
+  bool restored_one = false;
   for (SubtaskChain& st : subtasks) {
     for (ChainedOperator& c : st.ops) {
       const OperatorConfig& oc = *spec.Find(c.ctx.operator_id);
@@ -274,7 +274,9 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
         for (const auto& h : restore.keyed[oc.id])
           if (h.key_groups.Overlaps(c.ctx.key_groups)) overlapping.push_back(h);
         if (!overlapping.empty()) {
+          if (restored_one) CAIRN_CRASH_POINT("restore.midway");
           CAIRN_RETURN_IF_ERROR(RocksDbStateStore::Restore(overlapping, dir, c.keyed_state.get(), &c.keyed_store->store));
+          restored_one = true;
         } else {
           CAIRN_RETURN_IF_ERROR(RocksDbStateStore::Create(dir, &c.keyed_store->store));
         }

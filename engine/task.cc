@@ -129,6 +129,7 @@ bool Task::OnBlocked(Clock::time_point* deadline) {
   while (ok && control_.try_dequeue(c)) {
     if (c.kind == Control::Kind::kTrigger && c.barrier.mode == CheckpointMode::kUnaligned && deferred_.empty()) {
       ok = TakeCheckpoint(c.barrier, 0, true, false);
+      if (ok) CAIRN_CRASH_POINT("source.barrier_injected");
     } else {
       deferred_.push_back(c);
     }
