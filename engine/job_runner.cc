@@ -192,6 +192,10 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
                                        "', which is not keyed in the job");
       std::string dir = where + "/" + h.keyed_dir;
       if (!IsDirectory(dir)) return Status::NotFound("checkpoint " + where + ": keyed state " + dir + " is missing");
+      // Read it through once (RocksDB checks every block's checksum), so that damaged keyed
+      // state fails here, before the job takes checkpoint.dir, rather than half-way through.
+      CAIRN_RETURN_IF_ERROR(RocksDbStateStore::ReadSnapshot(dir, [](uint32_t, std::string_view, int64_t) {})
+                                .WithContext("checkpoint " + where));
       plan->keyed[h.operator_id].push_back(KeyedSnapshotHandle{dir, h.key_groups});
     }
   }
