@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test bench faults soak test-asan test-tsan clean
+.PHONY: all deps build run test bench faults fuzz soak test-asan test-tsan clean
 
 all: build
 
@@ -15,7 +15,7 @@ $(BUILD)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/Makefile
-	cmake --build $(BUILD) -j $(JOBS)
+	cmake --build $(BUILD) -j $(JOBS) $(BUILD_TARGETS)
 
 # Word count with periodic checkpoints on a generated input (made once, reused).
 run: build
@@ -27,11 +27,33 @@ test: build
 bench: build
 	$(BUILD)/cairn-bench $(BENCH_ARGS)
 
+# The suite under AddressSanitizer + UBSan, and under ThreadSanitizer (only what the suite runs
+# is built). The options (halt on the first finding) are compiled in: tests/sanitizers/.
 test-asan:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS=-DCAIRN_SANITIZE=address
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS=-DCAIRN_SANITIZE=address BUILD_TARGETS="--target cairn cairn_tests"
 
 test-tsan:
-	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS=-DCAIRN_SANITIZE=thread
+	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS=-DCAIRN_SANITIZE=thread BUILD_TARGETS="--target cairn cairn_tests"
+
+# The long fault battery: every crash point several times, random SIGKILLs, storage faults,
+# each checked for exactly-once output; a summary table at the end (docs/faults.md).
+faults: build
+	scripts/fault-battery
+
+# libFuzzer targets (tests/fuzz), built with clang, each run for FUZZ_SECONDS from the seed
+# corpus; new inputs go to build-fuzz/corpus/, crashing ones to build-fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps clang libclang-rt-dev
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAIRN_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_job_loader fuzz_checkpoint_metadata
+	@for t in job_loader checkpoint_metadata; do \
+	  mkdir -p build-fuzz/corpus/$$t build-fuzz/artifacts/$$t && \
+	  echo "fuzz: fuzz_$$t for $(FUZZ_SECONDS) s" && \
+	  build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/$$t/ build-fuzz/corpus/$$t \
+	    tests/fuzz/corpus/$$t || exit 1; \
+	done
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

@@ -57,6 +57,9 @@ struct BadInput {
   bool unreadable_job = false;      // chmod 000 the job file
 };
 
+// gtest prints the row's name rather than its bytes.
+void PrintTo(const BadInput& c, std::ostream* os) { *os << c.name; }
+
 // `cairn run {job} --quiet`
 const std::vector<std::string> kRun = {"run", "{job}", "--quiet"};
 

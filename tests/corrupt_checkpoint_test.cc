@@ -89,6 +89,8 @@ struct MetadataDamage {
   std::string expect;                                     // after "<chk>/_metadata: "
 };
 
+void PrintTo(const MetadataDamage& d, std::ostream* os) { *os << d.name; }
+
 class DamagedMetadataTest : public ::testing::TestWithParam<MetadataDamage> {};
 
 TEST_P(DamagedMetadataTest, RestoreExitsTwoNamingTheFileAndChangesNothing) {
