@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -20,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <utility>
 
@@ -506,20 +508,63 @@ Status JobReader::ReadParam(const Entry& e, const ParamSpec& p, const std::strin
   return Status::Internal("unknown parameter type");
 }
 
+// Where a document of a YAML stream starts. yaml-cpp 0.7's LoadAll never returns on some
+// malformed input (a stray ',' at the start yields empty documents forever, the parser never
+// moving on), so the loader walks the stream itself, one document at a time.
+class DocumentStart : public YAML::EventHandler {
+ public:
+  YAML::Mark mark;       // where the document starts
+  YAML::Mark root_mark;  // where its root node is (as the node's Mark() would say)
+  void OnDocumentStart(const YAML::Mark& m) override { mark = m; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { Node(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& m) {
+    if (!seen_) root_mark = m;
+    seen_ = true;
+  }
+  bool seen_ = false;
+};
+
+std::string MarkText(const std::string& name, const YAML::Mark& m) {
+  return name + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
 Status Load(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides,
             JobSpec* out) {
   OverrideLog log;
   Locator loc(name, &log);
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(yaml);
+    std::istringstream in(yaml);
+    YAML::Parser parser(in);
+    DocumentStart first, second;
+    if (!parser.HandleNextDocument(first)) return Status::InvalidArgument(name + ": empty job file");
+    if (parser.HandleNextDocument(second)) {
+      if (second.mark.pos == first.mark.pos) {
+        const char c = static_cast<size_t>(first.mark.pos) < yaml.size() ? yaml[first.mark.pos] : ' ';
+        return Status::InvalidArgument(MarkText(name, first.mark) + ": YAML syntax error: unexpected '" +
+                                       std::string(1, c) + "'");
+      }
+      return Status::InvalidArgument(MarkText(name, second.root_mark) +
+                                     ": a job file holds one YAML document; found another one here");
+    }
+    root = YAML::Load(yaml);
   } catch (const YAML::ParserException& e) {
-    return Status::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                   std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    return Status::InvalidArgument(MarkText(name, e.mark) + ": YAML syntax error: " + e.msg);
   }
-  if (docs.empty() || docs[0].IsNull()) return Status::InvalidArgument(name + ": empty job file");
-  if (docs.size() > 1) return loc.Error(docs[1], "a job file holds one YAML document; found another one here");
-  YAML::Node root = docs[0];
+  if (root.IsNull()) return Status::InvalidArgument(name + ": empty job file");
   if (!root.IsMap())
     return loc.Error(root, "a job file must be a map with keys " + Join(kTopKeys) + ", got " + Describe(root));
 
