@@ -77,6 +77,7 @@ const BadInput kTable[] = {
     {"YamlTwoDocuments", "    inputs: [count]\n", "    inputs: [count]\n---\njob: x\n", kRun, {},
      {"{job}:22:1: a job file holds one YAML document"}},
     {"EmptyJobFile", "*", "", kRun, {}, {"{job}: empty job file"}},
+    {"YamlLoneComma", "*", ",\n", kRun, {}, {"{job}:1:1: YAML syntax error: unexpected ','"}},  // hung in yaml-cpp's LoadAll
     {"JobFileIsAList", "*", "- a\n- b\n", kRun, {}, {"{job}:1:1: a job file must be a map"}},
     // ---- unknown keys
     {"UnknownTopLevelKey", "parallelism: 2", "paralelism: 2", kRun, {},
