@@ -12,7 +12,7 @@ deps:
 	@scripts/install-deps
 
 $(BUILD)/Makefile: CMakeLists.txt
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	$(CMAKE_ENV) cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS) $(BUILD_TARGETS)
@@ -27,13 +27,16 @@ test: build
 bench: build
 	$(BUILD)/cairn-bench $(BENCH_ARGS)
 
-# The suite under AddressSanitizer + UBSan, and under ThreadSanitizer (only what the suite runs
-# is built). The options (halt on the first finding) are compiled in: tests/sanitizers/.
+# The suite under AddressSanitizer + UBSan (gcc), and under ThreadSanitizer (clang, see
+# CMakeLists.txt); only what the suite runs is built. The options (halt on the first finding)
+# are compiled in: tests/sanitizers/.
 test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS=-DCAIRN_SANITIZE=address BUILD_TARGETS="--target cairn cairn_tests"
 
 test-tsan:
-	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS=-DCAIRN_SANITIZE=thread BUILD_TARGETS="--target cairn cairn_tests"
+	@scripts/install-deps clang libclang-rt-dev
+	$(MAKE) test BUILD=build-tsan CMAKE_ENV="CC=clang CXX=clang++" CMAKE_FLAGS=-DCAIRN_SANITIZE=thread \
+	  BUILD_TARGETS="--target cairn cairn_tests"
 
 # The long fault battery: every crash point several times, random SIGKILLs, storage faults,
 # each checked for exactly-once output; a summary table at the end (docs/faults.md).
