@@ -9,6 +9,7 @@
 // starts. RunJob is not re-entrant per checkpoint.dir.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -22,7 +23,10 @@ namespace cairn {
 
 struct RunOptions {
   std::string restore;          // "" fresh start, "latest", or a checkpoint path
-  bool progress = true;         // live progress lines on stderr, once a second
+  bool progress = true;         // live progress lines on stderr, once per progress_interval
+  // How often progress lines are printed (rates in them are per second whatever the interval).
+  // Default: 1 s. REQUIRES: > 0.
+  std::chrono::milliseconds progress_interval{1000};
 };
 
 struct RunSummary {
