@@ -290,6 +290,14 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   control.set_coordinator(coordinator.get());
 
   summary->restore_seconds = SecondsSince(start);
+  if (restore.active) {
+    size_t keys = 0;
+    for (Task* t : task_ptrs)
+      for (auto& c : t->chain())
+        if (c.keyed_state != nullptr) keys += c.keyed_state->size();
+    fprintf(stderr, "cairn: restored checkpoint %" PRIu64 " (%zu keys) in %.3f s; processing starts\n",
+            restore.checkpoint.metadata.id, keys, summary->restore_seconds);
+  }
   g_interrupted.store(0);
   struct sigaction sa {}, old_int {}, old_term {};
   sa.sa_handler = OnInterrupt;

@@ -31,7 +31,7 @@ struct RunOptions {
 
 struct RunSummary {
   double seconds = 0;
-  double restore_seconds = 0;       // restore + deploy, before the first record
+  double restore_seconds = 0;       // restore + deploy, before the first record (also on stderr)
   CheckpointId restored_from = 0;   // 0: fresh start
   uint64_t source_records = 0;
   uint64_t sink_records = 0;
