@@ -522,9 +522,11 @@ std::string Plot(const BenchResults& r) {
       const RunRecord* off = MedianRun(r, std::string("engine-") + sink + "-off");
       if (run == nullptr) continue;
       PlotPanel p;
+      char rate[32];
+      snprintf(rate, sizeof rate, "%.1f", run->words_per_second / 1e6);
       p.title = std::string(sink == std::string("changelog") ? "file sink writing the changelog" : "discarding sink") +
-                ", checkpoints every " + (iv == std::string("1s") ? "1 s" : "100 ms") + " (median run, " +
-                std::to_string(static_cast<int>(run->words_per_second / 1e5) / 10.0).substr(0, 4) + " M words/s)";
+                ", checkpoints every " + (iv == std::string("1s") ? "1 s" : "100 ms") + " (median run, " + rate +
+                " M words/s)";
       if (off != nullptr) p.series.push_back({"same job, no checkpoints (median run)", "#9a9a9a", Rates(*off)});
       p.series.push_back({"with checkpoints", "#1f77b4", Rates(*run)});
       for (const CheckpointRecord& c : run->checkpoints)
