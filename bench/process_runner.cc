@@ -25,13 +25,15 @@ double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + stat
 }  // namespace
 
 std::string ChildResult::Describe() const {
-  std::string s = term_signal != 0 ? "killed by signal " + std::to_string(term_signal) : "exit " + std::to_string(exit_code);
+  std::string s = timed_out           ? "killed after the timeout"
+                  : term_signal != 0 ? "killed by signal " + std::to_string(term_signal)
+                                     : "exit " + std::to_string(exit_code);
   size_t from = err_lines.size() > 5 ? err_lines.size() - 5 : 0;
   for (size_t i = from; i < err_lines.size(); ++i) s += "\n    " + err_lines[i].text;
   return s;
 }
 
-Status RunChild(const std::vector<std::string>& argv, ChildResult* r) {
+Status RunChild(const std::vector<std::string>& argv, ChildResult* r, double timeout_seconds) {
   *r = ChildResult();
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::FromErrno("cannot create pipe for", argv[0], errno);
@@ -69,8 +71,18 @@ Status RunChild(const std::vector<std::string>& argv, ChildResult* r) {
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
   char buf[65536];
+  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(timeout_seconds));
   while (open_fds > 0) {
-    int n = poll(fds, 2, -1);
+    const auto now = std::chrono::steady_clock::now();
+    if (!r->timed_out && now >= deadline) {
+      kill(pid, SIGKILL);  // the pipes close when it dies
+      r->timed_out = true;
+    }
+    const int wait_ms = r->timed_out ? -1
+                                     : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                            deadline - now).count()) + 1;
+    int n = poll(fds, 2, wait_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       break;

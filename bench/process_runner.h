@@ -24,6 +24,7 @@ struct TimedLine {
 struct ChildResult {
   int exit_code = -1;        // -1 when killed by a signal
   int term_signal = 0;       // the signal, when killed
+  bool timed_out = false;    // killed (SIGKILL) for running longer than the timeout
   double wall_seconds = 0;   // fork to reaped exit
   int64_t start_wall_ms = 0; // system_clock at the fork
   int64_t max_rss_kb = 0;    // peak resident set of the child
@@ -37,8 +38,9 @@ struct ChildResult {
   std::string Describe() const;
 };
 
-// Runs argv[0] (a path) with the arguments argv[1..]. An error only when the child could not
-// be started or reaped; a failing child is a ChildResult with exit_code != 0.
-Status RunChild(const std::vector<std::string>& argv, ChildResult* result);
+// Runs argv[0] (a path) with the arguments argv[1..], killing it with SIGKILL once it has run
+// for `timeout_seconds`. An error only when the child could not be started or reaped; a
+// failing child is a ChildResult with exit_code != 0.
+Status RunChild(const std::vector<std::string>& argv, ChildResult* result, double timeout_seconds = 600);
 
 }  // namespace cairn
