@@ -330,6 +330,14 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   control.set_coordinator(coordinator.get());
 
   summary->restore_seconds = SecondsSince(start);
+  if (restore.active) {
+    size_t keys = 0;
+    for (Task* t : task_ptrs)
+      for (auto& c : t->chain())
+        if (c.keyed_state != nullptr) keys += c.keyed_state->size();
+    fprintf(stderr, "cairn: restored checkpoint %" PRIu64 " (%zu keys) in %.3f s; processing starts\n",
+            restore.checkpoint.metadata.id, keys, summary->restore_seconds);
+  }
   g_interrupted.store(0);
   struct sigaction sa {}, old_int {}, old_term {};
   sa.sa_handler = OnInterrupt;
@@ -355,7 +363,9 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
       if (!t->output_gate()->has_outputs()) *out += t->records_out();
     }
   };
-  auto next_report = run_start + std::chrono::seconds(1);
+  const auto interval = std::max(opt.progress_interval, std::chrono::milliseconds(1));
+  const double interval_s = std::chrono::duration<double>(interval).count();
+  auto next_report = run_start + interval;
   uint64_t last_out = 0;
   while (control.ended() < task_ptrs.size()) {
     uint32_t ticket = main_parker.Prepare();
@@ -377,10 +387,10 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
       if (opt.progress)
         fprintf(stderr, "cairn: %6.1fs  source records %12" PRIu64 "  sink records %12" PRIu64 "  (%.2fM/s)  checkpoints %" PRIu64
                         " (last %" PRId64 " ms)\n",
-                SecondsSince(run_start), in, out, static_cast<double>(out - last_out) / 1e6, cs.completed,
+                SecondsSince(run_start), in, out, static_cast<double>(out - last_out) / 1e6 / interval_s, cs.completed,
                 cs.last_duration_ms);
       last_out = out;
-      next_report += std::chrono::seconds(1);
+      next_report += interval;
       continue;
     }
     if (control.ended() >= task_ptrs.size()) {

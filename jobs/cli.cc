@@ -23,6 +23,7 @@ namespace {
 constexpr const char* kUsage =
     "usage:\n"
     "  cairn run JOB.yaml [--restore latest|PATH] [--set KEY=VALUE]... [--quiet]\n"
+    "            [--progress-interval DURATION]   (progress lines on stderr; default 1s)\n"
     "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
     "  cairn checkpoints DIR [--json]\n"
     "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
@@ -61,6 +62,7 @@ struct JobArgs {
   std::vector<std::string> sets;
   std::string restore;
   bool quiet = false;
+  Millis progress_interval{1000};
 };
 
 // Parses JOB.yaml and the flags of `run` (allow_run_flags) or `validate`.
@@ -75,6 +77,10 @@ int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, Job
       if (!TakeValue(args, &i, "--restore", &v) || v.empty()) return UsageError("--restore needs 'latest' or a checkpoint path");
       if (!out->restore.empty()) return UsageError("--restore given twice");
       out->restore = v;
+    } else if (allow_run_flags && IsFlag(a, "--progress-interval")) {
+      if (!TakeValue(args, &i, "--progress-interval", &v) || !ParseDuration(v, &out->progress_interval) ||
+          out->progress_interval.count() <= 0)
+        return UsageError("--progress-interval needs a duration > 0 (e.g. 100ms, 1s)");
     } else if (allow_run_flags && a == "--quiet") {
       out->quiet = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -98,6 +104,7 @@ int CmdRun(const std::vector<std::string>& args) {
   RunOptions opt;
   opt.restore = ja.restore;
   opt.progress = !ja.quiet;
+  opt.progress_interval = ja.progress_interval;
   RunSummary summary;
   s = RunJob(spec, opt, &summary);
   if (!s.ok()) return Report(s);
