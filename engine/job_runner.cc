@@ -113,7 +113,7 @@ struct RestorePlan {
   std::map<std::pair<std::string, uint32_t>, std::string> operator_state;  // (op, subtask) -> bytes
   std::map<std::string, std::vector<KeyedSnapshotHandle>> keyed;           // op -> snapshots
   // (head op, subtask) -> channel name -> in-flight records
-  std::map<std::pair<std::string, uint32_t>, std::vector<std::pair<std::string, RecordBatch>>> channels;
+  std::map<std::pair<std::string, uint32_t>, std::vector<RestoredChannel>> channels;
 };
 
 // "<producer tail op>[i]-><consumer head op>[j]": the name of a channel in messages, metrics
@@ -121,6 +121,19 @@ struct RestorePlan {
 std::string ChannelName(const JobSpec& spec, const ExecutionPlan& plan, const PlanEdge& e, uint32_t from, uint32_t to) {
   return spec.operators[plan.chains[e.from_chain].ops.back()].id + "[" + std::to_string(from) + "]->" +
          spec.operators[plan.chains[e.to_chain].ops.front()].id + "[" + std::to_string(to) + "]";
+}
+
+// The field names of what operator `op` emits; a pass-through transform (empty schema, such as
+// throttle) emits its first input's records.
+Schema EmittedSchema(const JobSpec& spec, int op) {
+  for (size_t hops = 0; hops <= spec.operators.size(); ++hops) {
+    const OperatorConfig& c = spec.operators[op];
+    const OperatorType* t = FindOperatorType(c.type);
+    if (!t->output.key.empty() || c.inputs.empty()) return t->output;
+    const OperatorConfig* in = spec.Find(c.inputs[0]);
+    op = static_cast<int>(in - spec.operators.data());
+  }
+  return Schema{};
 }
 
 std::set<std::string> AllChannelNames(const JobSpec& spec, const ExecutionPlan& plan) {
@@ -180,9 +193,9 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
       if (!DecodeChannelState(bytes, &out))
         return Status::Corruption(path + ": damaged (channel state records do not parse)");
       std::set<std::string> names = AllChannelNames(spec, exec);
-      for (const auto& [name, records] : out)
-        if (names.count(name) == 0)
-          return Status::InvalidArgument("checkpoint " + where + " holds in-flight records of channel " + name +
+      for (const RestoredChannel& rc : out)
+        if (names.count(rc.name) == 0)
+          return Status::InvalidArgument("checkpoint " + where + " holds in-flight records of channel " + rc.name +
                                          ", which the job does not have (a changed parallelism or topology); "
                                          "restore it with the job's original operators and parallelism");
     }
@@ -303,9 +316,12 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   for (const PlanEdge& e : plan.edges) {
     auto& from = chain_tasks[e.from_chain];
     auto& to = chain_tasks[e.to_chain];
+    const Schema schema = EmittedSchema(spec, plan.chains[e.from_chain].ops.back());
     auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {
-      channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(), b->parker()));
-      b->input_gate()->AddInput(GateInput{channels.back().get(), e.to_input});
+      channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(),
+                                                   b->parker(), /*unbounded=*/e.feedback));
+      channels.back()->set_schema(schema);
+      b->input_gate()->AddInput(GateInput{channels.back().get(), e.to_input, e.feedback});
       return channels.back().get();
     };
     if (!e.hash) {
@@ -356,11 +372,17 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     });
   coordinator->Start();
 
+  // "Sink records": what the sinks consumed; a job without sinks (a cycle) counts what its
+  // non-source tasks consumed instead.
+  bool has_sinks = false;
+  for (Task* t : task_ptrs) has_sinks |= !t->output_gate()->has_outputs();
+  summary->has_sinks = has_sinks;
   auto sum_records = [&](uint64_t* in, uint64_t* out) {
     *in = *out = 0;
     for (Task* t : task_ptrs) {
       if (t->is_source()) *in += t->records_in();
-      if (!t->output_gate()->has_outputs()) *out += t->records_out();
+      if (has_sinks && !t->output_gate()->has_outputs()) *out += t->records_out();
+      if (!has_sinks && !t->is_source()) *out += t->records_in();
     }
   };
   const auto interval = std::max(opt.progress_interval, std::chrono::milliseconds(1));
@@ -429,7 +451,7 @@ std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
   snprintf(buf, sizeof buf, "  source records  %" PRIu64 " (%.0f records/s)\n", s.source_records,
            s.seconds > 0 ? static_cast<double>(s.source_records) / s.seconds : 0.0);
   out += buf;
-  snprintf(buf, sizeof buf, "  sink records    %" PRIu64 " (%.0f records/s)\n", s.sink_records,
+  snprintf(buf, sizeof buf, "  %s %" PRIu64 " (%.0f records/s)\n", s.has_sinks ? "sink records   " : "records in     ", s.sink_records,
            s.seconds > 0 ? static_cast<double>(s.sink_records) / s.seconds : 0.0);
   out += buf;
   std::vector<int64_t> d = s.checkpoints.durations_ms;

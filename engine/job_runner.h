@@ -34,7 +34,8 @@ struct RunSummary {
   double restore_seconds = 0;       // restore + deploy, before the first record (also on stderr)
   CheckpointId restored_from = 0;   // 0: fresh start
   uint64_t source_records = 0;
-  uint64_t sink_records = 0;
+  uint64_t sink_records = 0;        // consumed by sinks; by all non-source tasks when none
+  bool has_sinks = true;
   CheckpointStats checkpoints;
   std::vector<std::pair<std::string, int64_t>> top_keys;  // of keyed operators, largest first
 };

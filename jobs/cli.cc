@@ -13,6 +13,7 @@
 #include "engine/file_util.h"
 #include "engine/job_runner.h"
 #include "jobs/job_loader.h"
+#include "jobs/state_dump.h"
 #include "operators/generator_source.h"
 #include "operators/registry.h"
 #include "state/checkpoint_store.h"
@@ -26,6 +27,7 @@ constexpr const char* kUsage =
     "            [--progress-interval DURATION]   (progress lines on stderr; default 1s)\n"
     "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
     "  cairn checkpoints DIR [--json]\n"
+    "  cairn state dump CHECKPOINT [--operator ID] [--json]\n"
     "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
     "  cairn debug crash-points\n"
     "  cairn help\n"
@@ -140,23 +142,6 @@ std::string IsoTime(int64_t ms) {
   return out;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
-
 int CmdCheckpoints(const std::vector<std::string>& args) {
   std::string dir;
   bool json = false;
@@ -185,15 +170,16 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
       printf("{\"id\":%" PRIu64 ",\"path\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64 ",\"duration_ms\":%" PRId64
              ",\"state_bytes\":%" PRIu64 ",\"mode\":%s,\"alignment_ms\":%" PRId64 ",\"sync_ms\":%" PRId64
              ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 ",\"final\":%s}\n",
-             m.id, JsonString(c.path).c_str(), JsonString(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
-             m.duration_ms, m.state_bytes, JsonString(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
-             m.channel_state_bytes, m.sources_finished ? "true" : "false");
+             m.id, JsonQuote(c.path).c_str(), JsonQuote(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
+             m.duration_ms, m.state_bytes, JsonQuote(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
+             m.channel_state_bytes, m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
     } else {
       printf("id=%" PRIu64 " path=%s trigger_time=%s duration_ms=%" PRId64 " state_bytes=%" PRIu64
              " mode=%s alignment_ms=%" PRId64 " sync_ms=%" PRId64 " async_ms=%" PRId64 " channel_state_bytes=%" PRIu64
              "%s\n",
              m.id, c.path.c_str(), IsoTime(m.trigger_time_ms).c_str(), m.duration_ms, m.state_bytes, m.mode.c_str(),
-             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes, m.sources_finished ? " final" : "");
+             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes,
+             m.sources_finished && m.channel_state_bytes == 0 ? " final" : "");
     }
   }
   if (all.empty()) fprintf(stderr, "cairn: no completed checkpoints in %s\n", dir.c_str());
@@ -259,6 +245,30 @@ int CmdGenerate(const std::vector<std::string>& args) {
   return 0;
 }
 
+int CmdState(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "dump") return UsageError("state takes: dump CHECKPOINT [--operator ID] [--json]");
+  std::string path, op;
+  bool json = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--json") {
+      json = true;
+    } else if (IsFlag(a, "--operator")) {
+      if (!TakeValue(args, &i, "--operator", &op) || op.empty()) return UsageError("--operator needs an operator id");
+    } else if (a.size() > 1 && a[0] == '-') {
+      return UsageError("unknown flag '" + a + "'");
+    } else if (path.empty()) {
+      path = a;
+    } else {
+      return UsageError("unexpected argument '" + a + "'");
+    }
+  }
+  if (path.empty()) return UsageError("state dump needs a CHECKPOINT (a chk-<id> directory or its _metadata)");
+  Status s = DumpCheckpointState(path, op, json, stdout);
+  if (!s.ok()) return Report(s);
+  return 0;
+}
+
 int CmdDebug(const std::vector<std::string>& args) {
   if (args.size() == 1 && args[0] == "crash-points") {
     for (int i = 0; i < kNumCrashPoints; ++i) printf("%-26s %s\n", kCrashPoints[i].name, kCrashPoints[i].where);
@@ -283,6 +293,7 @@ int CairnMain(int argc, char** argv) {
   if (cmd == "checkpoints") return CmdCheckpoints(args);
   if (cmd == "generate") return CmdGenerate(args);
   if (cmd == "debug") return CmdDebug(args);
+  if (cmd == "state") return CmdState(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     fputs(kUsage, stdout);
     return 0;

@@ -132,7 +132,8 @@ const std::vector<ErrorCase>& ErrorCases() {
       // Inputs.
       {"UnknownInput", Edit("inputs: [tok]", "inputs: [tok, tokk]"), {},
        {"t.yaml:11:19: operator 'cnt' has input 'tokk', which is not an operator id in this job"}},
-      {"SelfInput", Edit("inputs: [tok]", "inputs: [cnt]"), {}, {"t.yaml:11:14: operator 'cnt' lists itself as an input"}},
+      {"SelfInputOnly", Edit("inputs: [tok]", "inputs: [cnt]"), {},
+       {"operator 'cnt' is not reachable from any source"}},
       {"DuplicateInput", Edit("inputs: [src]", "inputs: [src, src]"), {},
        {"t.yaml:7:19: operator 'tok' lists input 'src' more than once"}},
       {"SourceWithInputs", Edit("type: generator", "type: generator\n    inputs: [tok]"), {},
@@ -146,11 +147,11 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"NoSource",
        "job: wc\noperators:\n  - {id: a, type: tokenize, inputs: b}\n  - {id: b, type: tokenize, inputs: a}\n", {},
        {"t.yaml:3:3: the job has no source operator (source types: file_source, generator)"}},
-      {"Cycle",
-       "job: wc\noperators:\n  - {id: s, type: generator}\n  - {id: a, type: tokenize, inputs: [s, c]}\n"
-       "  - {id: b, type: tokenize, inputs: a}\n  - {id: c, type: tokenize, inputs: b}\n",
+      {"UnreachableCycle",
+       "job: wc\noperators:\n  - {id: s, type: generator}\n  - {id: a, type: tokenize, inputs: [s]}\n"
+       "  - {id: b, type: tokenize, inputs: c}\n  - {id: c, type: tokenize, inputs: b}\n",
        {},
-       {"t.yaml:4:5: cycle: a -> b -> c -> a"}},
+       {"t.yaml:5:5: operator 'b' is not reachable from any source"}},
 
       // Parallelism.
       {"ParallelismZero", Edit("type: tokenize", "type: tokenize\n    parallelism: 0"), {},
