@@ -275,27 +275,44 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   } work_cleanup{work_dir};
 
   // Keyed state: restore (or create) each keyed subtask's store, then open the other operators.
+  // Keyed state: restore (or create) each keyed subtask's store, all subtasks in parallel
+  // (restoring is reading RocksDB and filling a hash table: CPU-bound per subtask).
+  struct KeyedRestore {
+    ChainedOperator* op;
+    std::string dir;
+    std::vector<KeyedSnapshotHandle> snapshots;
+    Status status;
+  };
+  std::vector<KeyedRestore> keyed;
   for (SubtaskChain& st : subtasks) {
     for (ChainedOperator& c : st.ops) {
       const OperatorConfig& oc = *spec.Find(c.ctx.operator_id);
-      const OperatorType* type = FindOperatorType(oc.type);
-      if (type->keyed) {
-        c.keyed_state = std::make_unique<KeyedInt64State>(spec.max_parallelism, c.ctx.key_groups);
-        c.keyed_store = std::make_unique<KeyedStore>();
-        std::string dir = work_dir + "/" + oc.id + "-" + std::to_string(st.subtask);
-        std::vector<KeyedSnapshotHandle> overlapping;
-        for (const auto& h : restore.keyed[oc.id])
-          if (h.key_groups.Overlaps(c.ctx.key_groups)) overlapping.push_back(h);
-        if (!overlapping.empty()) {
-          CAIRN_RETURN_IF_ERROR(RocksDbStateStore::Restore(overlapping, dir, c.keyed_state.get(), &c.keyed_store->store));
-        } else {
-          CAIRN_RETURN_IF_ERROR(RocksDbStateStore::Create(dir, &c.keyed_store->store));
-        }
-        c.ctx.keyed_state = c.keyed_state.get();
-      }
-      if (type->role != OperatorRole::kSource) CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
+      if (!FindOperatorType(oc.type)->keyed) continue;
+      c.keyed_state = std::make_unique<KeyedInt64State>(spec.max_parallelism, c.ctx.key_groups);
+      c.keyed_store = std::make_unique<KeyedStore>();
+      c.ctx.keyed_state = c.keyed_state.get();
+      KeyedRestore kr{&c, work_dir + "/" + oc.id + "-" + std::to_string(st.subtask), {}, Status::OK()};
+      for (const auto& h : restore.keyed[oc.id])
+        if (h.key_groups.Overlaps(c.ctx.key_groups)) kr.snapshots.push_back(h);
+      keyed.push_back(std::move(kr));
     }
   }
+  {
+    std::vector<std::thread> restorers;
+    for (KeyedRestore& kr : keyed)
+      restorers.emplace_back([&kr] {
+        ChainedOperator& c = *kr.op;
+        kr.status = kr.snapshots.empty()
+                        ? RocksDbStateStore::Create(kr.dir, &c.keyed_store->store)
+                        : RocksDbStateStore::Restore(kr.snapshots, kr.dir, c.keyed_state.get(), &c.keyed_store->store);
+      });
+    for (auto& t : restorers) t.join();
+    for (const KeyedRestore& kr : keyed) CAIRN_RETURN_IF_ERROR(kr.status);
+  }
+  for (SubtaskChain& st : subtasks)
+    for (ChainedOperator& c : st.ops)
+      if (FindOperatorType(spec.Find(c.ctx.operator_id)->type)->role != OperatorRole::kSource)
+        CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
 
   // Tasks and channels.
   JobControl control;
