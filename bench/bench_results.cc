@@ -254,8 +254,7 @@ std::string FormatTable(const BenchResults& r) {
   }
 
   if (FindConfig(r, "backpressure-aligned-100ms") != nullptr && FindConfig(r, "backpressure-unaligned-100ms") == nullptr)
-    o += "  unaligned: not measured; the engine accepts checkpoint.mode unaligned but its input gate only aligns\n"
-         "  (add --unaligned once it is implemented)\n";
+    o += "  unaligned: not measured (--no-unaligned)\n";
 
   for (const ConfigInfo& c : r.configs) {
     if (c.kind != ConfigInfo::Kind::kRecovery) continue;

@@ -41,7 +41,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: cairn-bench [--quick] [--reps N] [--words N] [--seed N] [--keys N] [--json FILE] [--svg FILE]\n"
     "                   [--data-dir DIR] [--cairn PATH] [--source-dir DIR] [--progress-interval DURATION]\n"
-    "                   [--only NAME,NAME...] [--list] [--unaligned]\n"
+    "                   [--only NAME,NAME...] [--list] [--no-unaligned]\n"
     "       cairn-bench baseline INPUT (OUTPUT | --count-only)\n"
     "  --quick               a smoke test in under a minute: 1.7M words (~10 MB), 1 run per configuration\n"
     "  --reps N              runs per configuration (default 5; --quick: 1)\n"
@@ -55,8 +55,7 @@ constexpr const char* kUsage =
     "  --source-dir DIR      where jobs/*.yaml are (default: the source tree this was built from)\n"
     "  --progress-interval D engine progress lines, for the plot (default 100ms)\n"
     "  --only NAMES          run only these configurations (see --list)\n"
-    "  --unaligned           add the backpressure run with checkpoint.mode=unaligned; meaningful only once the\n"
-    "                        engine implements it (today it accepts the mode but aligns the barriers)\n"
+    "  --no-unaligned        skip the backpressure run with checkpoint.mode=unaligned (run by default)\n"
     "  baseline ...          run the single-threaded baseline once and print its result (used by the harness)\n";
 
 struct Flags {
@@ -69,7 +68,7 @@ struct Flags {
   std::string progress_interval = "100ms";
   std::vector<std::string> only;
   bool list = false;
-  bool unaligned = false;
+  bool unaligned = true;
 };
 
 int UsageError(const std::string& msg) {
@@ -121,8 +120,8 @@ bool ParseFlags(int argc, char** argv, Flags* f, int* rc) {
       f->quick = true;
     } else if (a[i] == "--list") {
       f->list = true;
-    } else if (a[i] == "--unaligned") {
-      f->unaligned = true;
+    } else if (a[i] == "--no-unaligned") {
+      f->unaligned = false;
     } else if (a[i] == "--reps") {
       if (!int_value(1, &n)) return *rc = UsageError("--reps needs an integer >= 1"), false;
       f->reps = static_cast<int>(n);

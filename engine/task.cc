@@ -190,7 +190,13 @@ bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned
     pe.barrier.mode = CheckpointMode::kUnaligned;
     out_.BroadcastPriority(pe);
   } else {
-    if (!out_.Broadcast(StreamElement::OfBarrier(b))) return false;
+    // While this barrier is being put on full channels, take no other snapshot from the
+    // blocked-output handler: checkpoints must be taken and persisted in order.
+    bool saved = in_blocked_handler_;
+    in_blocked_handler_ = true;
+    bool ok = out_.Broadcast(StreamElement::OfBarrier(b));
+    in_blocked_handler_ = saved;
+    if (!ok) return false;
     if (b.mode == CheckpointMode::kAligned && b.aligned_timeout_ms > 0) {
       PriorityEvent pe;
       pe.kind = PriorityEvent::Kind::kAnnouncement;
