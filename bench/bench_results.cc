@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "jobs/state_dump.h"
+
 namespace cairn {
 
 namespace {
@@ -56,22 +58,7 @@ std::vector<double> PairedRatios(const BenchResults& r, const std::string& confi
   return out;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
+std::string JsonString(const std::string& s) { return JsonQuote(s); }
 
 std::string JsonNumber(double v) {
   if (!std::isfinite(v)) return "null";

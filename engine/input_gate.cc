@@ -347,47 +347,43 @@ GateEvent InputGate::CompleteAligned() {
   return ev;
 }
 
-bool InputGate::RecordFeedback(const Barrier& b) {
+InputGate::Recording InputGate::NewRecording(CheckpointId id) const {
   const size_t n = inputs_.size();
-  bool any = false;
-  for (size_t i = 0; i < n; ++i)
-    any |= inputs_[i].feedback && state_[i].barrier_done < b.id && !state_[i].end_of_stream;
-  if (!any) return false;
   Recording r;
   r.records = std::make_unique<ChannelStateRecords>();
-  r.records->id = b.id;
+  r.records->id = id;
   r.records->records.resize(n);
   r.start.resize(n);
-  r.end.resize(n);
   r.copied.resize(n);
+  r.end.assign(n, kUnknown);
   for (size_t i = 0; i < n; ++i) {
-    const ChannelState& s = state_[i];
     r.records->channel_names.push_back(inputs_[i].channel->name());
     r.records->schemas.push_back(inputs_[i].channel->schema());
-    r.start[i] = r.copied[i] = s.consumed;
-    bool open = inputs_[i].feedback && s.barrier_done < b.id && !s.end_of_stream;
-    r.end[i] = open ? kUnknown : s.consumed;
+    r.start[i] = r.copied[i] = state_[i].consumed;
   }
+  return r;
+}
+
+bool InputGate::RecordFeedback(const Barrier& b) {
+  auto open = [&](size_t i) {
+    return inputs_[i].feedback && state_[i].barrier_done < b.id && !state_[i].end_of_stream;
+  };
+  bool any = false;
+  for (size_t i = 0; i < inputs_.size(); ++i) any |= open(i);
+  if (!any) return false;
+  Recording r = NewRecording(b.id);
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!open(i)) r.end[i] = state_[i].consumed;
   recordings_.emplace(b.id, std::move(r));
   return true;
 }
 
 GateEvent InputGate::SnapshotUnaligned(const Barrier& b, bool switched) {
   const size_t n = inputs_.size();
-  Recording r;
-  r.records = std::make_unique<ChannelStateRecords>();
-  r.records->id = b.id;
-  r.records->records.resize(n);
-  r.start.resize(n);
-  r.end.resize(n);
-  r.copied.resize(n);
+  Recording r = NewRecording(b.id);
   for (size_t i = 0; i < n; ++i) {
-    r.records->channel_names.push_back(inputs_[i].channel->name());
-    r.records->schemas.push_back(inputs_[i].channel->schema());
     const ChannelState& s = state_[i];
-    r.start[i] = s.consumed;
-    r.copied[i] = s.consumed;
-    r.end[i] = (s.barrier_done >= b.id || s.end_of_stream) ? s.consumed : kUnknown;
+    if (s.barrier_done >= b.id || s.end_of_stream) r.end[i] = s.consumed;
   }
   auto ann = announced_.find(b.id);
   if (ann != announced_.end())

@@ -138,6 +138,8 @@ class InputGate {
                         size_t ch);
   // Channels that are not feedback channels and have not ended.
   size_t OpenChannels() const { return regular_ - ended_stream_; }
+  // A recording of checkpoint `id` starting at every channel's position, all ends unknown.
+  Recording NewRecording(CheckpointId id) const;
   // After a snapshot: a recording for the feedback channels whose barrier has not come yet.
   bool RecordFeedback(const Barrier& b);
 
