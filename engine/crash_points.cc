@@ -16,10 +16,12 @@ const CrashPointInfo kCrashPoints[] = {
     {"persist.operator_state", "asynchronous persist: keyed state written, operator state not yet"},
     {"persist.channel_state", "asynchronous persist: before the channel state of an unaligned checkpoint is written"},
     {"metadata.before_commit", "all tasks acknowledged; _metadata not yet written"},
+    {"metadata.tmp_written", "_metadata.tmp written and fsynced; not yet renamed to _metadata"},
+    {"metadata.renamed", "_metadata.tmp renamed to _metadata; the directory not yet fsynced"},
     {"checkpoint.committed", "_metadata committed; operators not yet notified"},
-    {"sink.commit", "the file sink renamed its first pending file of a completed checkpoint"},
-    {"retention.cleanup", "retention is removing an old checkpoint"},
-    {"restore.midway", "restore loaded the checkpoint metadata, state not yet loaded"},
+    {"sink.commit", "the file sink renamed its first pending file of a completed checkpoint, not yet the rest"},
+    {"retention.cleanup", "retention removed an old checkpoint's _metadata, not yet its state files"},
+    {"restore.midway", "restore rebuilt the first keyed subtask's working state, not yet the others"},
 };
 const int kNumCrashPoints = sizeof(kCrashPoints) / sizeof(kCrashPoints[0]);
 

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <initializer_list>
 
+#include "engine/crash_points.h"
+#include "engine/storage_faults.h"
 #include "state/checkpoint_format.h"
 
 namespace cairn {
@@ -94,17 +96,19 @@ Status WriteAll(int fd, const std::string& path, std::string_view data) {
 
 // Writes the concatenation of `parts` to path.tmp, fsyncs, renames over path, fsyncs the
 // parent directory. Removes path.tmp on any failure before the rename.
-Status WritePartsAtomically(const std::string& path, std::initializer_list<std::string_view> parts) {
+Status WritePartsAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
+                            const AtomicWriteCrashPoints& crash_points) {
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return WriteError("cannot create", tmp, errno);
-  Status s;
+  Status s = InjectStorageFault(path);
   for (std::string_view part : parts) {
-    s = WriteAll(fd, tmp, part);
     if (!s.ok()) break;
+    s = WriteAll(fd, tmp, part);
   }
   if (s.ok() && ::fsync(fd) != 0) s = WriteError("cannot fsync", tmp, errno);
   if (::close(fd) != 0 && s.ok()) s = WriteError("cannot close", tmp, errno);
+  if (s.ok() && crash_points.tmp_written != nullptr) CAIRN_CRASH_POINT(crash_points.tmp_written);
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     s = WriteError("cannot rename " + tmp + " to", path, errno);
   }
@@ -112,13 +116,14 @@ Status WritePartsAtomically(const std::string& path, std::initializer_list<std::
     ::unlink(tmp.c_str());
     return s;
   }
+  if (crash_points.renamed != nullptr) CAIRN_CRASH_POINT(crash_points.renamed);
   return FsyncDir(ParentDir(path));
 }
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, std::string_view data) {
-  return WritePartsAtomically(path, {data});
+Status WriteFileAtomically(const std::string& path, std::string_view data, const AtomicWriteCrashPoints& crash_points) {
+  return WritePartsAtomically(path, {data}, crash_points);
 }
 
 Status ReadFile(const std::string& path, std::string* out) {
@@ -273,7 +278,7 @@ Status WriteChecksummedFile(const std::string& path, std::string_view data) {
   PutFixed64(footer, kBlobMagic);
   PutFixed64(footer + 8, data.size());
   PutFixed32(footer + 16, Crc32c(data));
-  return WritePartsAtomically(path, {data, std::string_view(footer, sizeof footer)});
+  return WritePartsAtomically(path, {data, std::string_view(footer, sizeof footer)}, {});
 }
 
 Status ReadChecksummedFile(const std::string& path, std::string* data) {

@@ -18,9 +18,18 @@ uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
 // listing, fsyncing); every other failure, and every failure to write, is IOError. Messages
 // name the path and carry strerror's text.
 
+// Crash points (engine/crash_points.h) to reach between the steps of an atomic write; a null
+// name is none. Used for the commit point, _metadata.
+struct AtomicWriteCrashPoints {
+  const char* tmp_written = nullptr;  // path.tmp written and fsynced, not yet renamed
+  const char* renamed = nullptr;      // renamed over path, the directory not yet fsynced
+};
+
 // Writes `data` to `path.tmp`, fsyncs it, renames it over `path`, and fsyncs the directory.
-// On failure `path` is unchanged, `path.tmp` is removed, and the result is IOError.
-Status WriteFileAtomically(const std::string& path, std::string_view data);
+// On failure `path` is unchanged, `path.tmp` is removed, and the result is IOError. Consults
+// the storage-fault seam (engine/storage_faults.h) with `path`.
+Status WriteFileAtomically(const std::string& path, std::string_view data,
+                           const AtomicWriteCrashPoints& crash_points = {});
 // Reads the whole file; NotFound when it does not exist.
 Status ReadFile(const std::string& path, std::string* out);
 Status FsyncFile(const std::string& path);

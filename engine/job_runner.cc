@@ -205,6 +205,10 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
                                        "', which is not keyed in the job");
       std::string dir = where + "/" + h.keyed_dir;
       if (!IsDirectory(dir)) return Status::NotFound("checkpoint " + where + ": keyed state " + dir + " is missing");
+      // Read it through once (RocksDB checks every block's checksum), so that damaged keyed
+      // state fails here, before the job takes checkpoint.dir, rather than half-way through.
+      CAIRN_RETURN_IF_ERROR(RocksDbStateStore::ReadSnapshot(dir, [](uint32_t, std::string_view, int64_t) {})
+                                .WithContext("checkpoint " + where));
       plan->keyed[h.operator_id].push_back(KeyedSnapshotHandle{dir, h.key_groups});
     }
   }
@@ -223,7 +227,6 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     fprintf(stderr, "cairn: restoring from checkpoint %" PRIu64 " (%s)\n", restore.checkpoint.metadata.id,
             restore.checkpoint.path.c_str());
   }
-  CAIRN_CRASH_POINT("restore.midway");
   const std::string& ckdir = spec.checkpoint.dir;
 
   // Instantiate every operator subtask; open the sources now, since they only read their
@@ -274,7 +277,6 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     ~WorkDirCleanup() { RemoveAll(dir); }
   } work_cleanup{work_dir};
 
-  // Keyed state: restore (or create) each keyed subtask's store, then open the other operators.
   // Keyed state: restore (or create) each keyed subtask's store, all subtasks in parallel
   // (restoring is reading RocksDB and filling a hash table: CPU-bound per subtask).
   struct KeyedRestore {
@@ -299,12 +301,17 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   }
   {
     std::vector<std::thread> restorers;
+    std::atomic<int> restored{0};
+    const size_t to_restore = std::count_if(keyed.begin(), keyed.end(), [](const KeyedRestore& k) { return !k.snapshots.empty(); });
     for (KeyedRestore& kr : keyed)
-      restorers.emplace_back([&kr] {
+      restorers.emplace_back([&kr, &restored, to_restore] {
         ChainedOperator& c = *kr.op;
         kr.status = kr.snapshots.empty()
                         ? RocksDbStateStore::Create(kr.dir, &c.keyed_store->store)
                         : RocksDbStateStore::Restore(kr.snapshots, kr.dir, c.keyed_state.get(), &c.keyed_store->store);
+        // One subtask's state restored, the others' still being read.
+        if (!kr.snapshots.empty() && kr.status.ok() && restored.fetch_add(1) == 0 && to_restore > 1)
+          CAIRN_CRASH_POINT("restore.midway");
       });
     for (auto& t : restorers) t.join();
     for (const KeyedRestore& kr : keyed) CAIRN_RETURN_IF_ERROR(kr.status);

@@ -3,6 +3,7 @@
 #include "engine/coding.h"
 #include "engine/file_util.h"
 #include "engine/crash_points.h"
+#include "engine/storage_faults.h"
 #include "state/checkpoint_format.h"
 #include "state/rocksdb_state_store.h"
 
@@ -131,7 +132,9 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       uint64_t bytes = 0;
       if (s.ok()) {
         CAIRN_CRASH_POINT("persist.keyed");
-        s = part.keyed->store->PersistAndCheckpoint(*delta, dir + "/" + kKeyedStateDirName, &bytes);
+        // RocksDB's own writes cannot be reached, so an injected fault fails before them.
+        s = InjectStorageFault(dir + "/" + kKeyedStateDirName);
+        if (s.ok()) s = part.keyed->store->PersistAndCheckpoint(*delta, dir + "/" + kKeyedStateDirName, &bytes);
       }
       if (!s.ok()) {
         part.keyed->unwritten = std::move(delta);

@@ -123,12 +123,19 @@ bool Task::OnBlocked(Clock::time_point* deadline) {
   if (in_blocked_handler_) return true;
   in_blocked_handler_ = true;
   bool ok = true;
-  // A source takes unaligned triggers (their barriers overtake the full channel); anything
-  // else waits until the output moves, in order.
+  // Unaligned triggers (their barriers overtake the full channel) and completion notices are
+  // taken now; an aligned trigger and the end wait until the output moves (in order).
   Control c;
   while (ok && control_.try_dequeue(c)) {
-    if (c.kind == Control::Kind::kTrigger && c.barrier.mode == CheckpointMode::kUnaligned && deferred_.empty()) {
+    if (!deferred_.empty()) {
+      deferred_.push_back(c);
+    } else if (c.kind == Control::Kind::kTrigger && c.barrier.mode == CheckpointMode::kUnaligned) {
       ok = TakeCheckpoint(c.barrier, 0, true, false, false);
+      if (ok) CAIRN_CRASH_POINT("source.barrier_injected");
+    } else if (c.kind == Control::Kind::kNotify) {
+      for (auto& op : chain_) op.op->NotifyCheckpointComplete(c.id);
+    } else if (c.kind == Control::Kind::kDump) {
+      PrintState();
     } else {
       deferred_.push_back(c);
     }

@@ -12,6 +12,7 @@
 #include "engine/execution_plan.h"
 #include "engine/file_util.h"
 #include "engine/job_runner.h"
+#include "engine/storage_faults.h"
 #include "jobs/job_loader.h"
 #include "jobs/state_dump.h"
 #include "operators/generator_source.h"
@@ -281,7 +282,7 @@ int CmdDebug(const std::vector<std::string>& args) {
 
 int CairnMain(int argc, char** argv) {
   std::string err;
-  if (!InitCrashPoints(&err)) {
+  if (!InitCrashPoints(&err) || !InitStorageFaults(&err)) {
     fprintf(stderr, "cairn: %s\n", err.c_str());
     return 2;
   }

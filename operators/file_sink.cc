@@ -18,6 +18,7 @@
 #include <random>
 
 #include "engine/coding.h"
+#include "engine/crash_points.h"
 #include "engine/file_util.h"
 #include "operators/operator_factories.h"
 
@@ -128,6 +129,7 @@ class FileSink final : public Operator {
     for (; done < pending_.size() && pending_[done].checkpoint <= id; ++done) {
       Status s = Rename(InProgressPath(pending_[done].seq), CommittedPath(pending_[done].seq));
       if (!s.ok() && status_.ok()) status_ = s;
+      if (done == 0) CAIRN_CRASH_POINT("sink.commit");
     }
     if (done == 0) return;
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(done));

@@ -24,9 +24,15 @@ class FileSource final : public SourceOperator {
   Status Open(OperatorContext& ctx) override {
     id_ = ctx.operator_id;
     fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return Status::FromErrno("operator " + id_ + ": cannot open input", path_, errno);
+    if (fd_ < 0) {
+      // A missing or unreadable input is bad input (exit 2), found before the job changes anything.
+      Status s = Status::FromErrno("operator " + id_ + ": cannot open input", path_, errno);
+      return s.IsNotFound() ? s : Status::InvalidArgument(s.message());
+    }
     struct stat st;
     if (fstat(fd_, &st) != 0) return Status::FromErrno("operator " + id_ + ": cannot stat input", path_, errno);
+    if (!S_ISREG(st.st_mode))
+      return Status::InvalidArgument("operator " + id_ + ": input " + path_ + " is not a regular file");
     size_ = static_cast<uint64_t>(st.st_size);
     uint64_t begin = size_ * ctx.subtask / ctx.parallelism;
     end_ = size_ * (ctx.subtask + 1) / ctx.parallelism;

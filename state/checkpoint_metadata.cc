@@ -423,7 +423,10 @@ Status DecodeMetadata(const std::string& path, const std::string& bytes, Checkpo
 }
 
 Status WriteMetadata(const std::string& chk_dir, const CheckpointMetadata& m) {
-  CAIRN_RETURN_IF_ERROR(WriteFileAtomically(chk_dir + "/" + kMetadataFileName, EncodeMetadata(m)));
+  AtomicWriteCrashPoints crash_points;
+  crash_points.tmp_written = "metadata.tmp_written";
+  crash_points.renamed = "metadata.renamed";
+  CAIRN_RETURN_IF_ERROR(WriteFileAtomically(chk_dir + "/" + kMetadataFileName, EncodeMetadata(m), crash_points));
   // Make the chk-<id> entry itself durable in the checkpoint directory.
   std::string dir = chk_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "engine/crash_points.h"
 #include "engine/file_util.h"
 #include "state/checkpoint_format.h"
 
@@ -74,6 +75,7 @@ Status MetadataMissing(const std::string& chk_dir, bool* missing) {
 Status RemoveCheckpoint(const std::string& chk_dir) {
   CAIRN_RETURN_IF_ERROR(RemoveAll(chk_dir + "/" + kMetadataFileName));
   CAIRN_RETURN_IF_ERROR(FsyncDir(chk_dir));
+  CAIRN_CRASH_POINT("retention.cleanup");
   return RemoveAll(chk_dir);
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -42,7 +43,12 @@ static std::string Slurp(int fd) {
   return s;
 }
 
-RunResult RunCairn(const std::vector<std::string>& args) {
+// In a forked child, before exec: adds "NAME=VALUE" entries to the environment.
+static void SetChildEnv(const std::vector<std::string>& env) {
+  for (const std::string& e : env) putenv(strdup(e.c_str()));
+}
+
+RunResult RunCairn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   int out_pipe[2], err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
@@ -53,6 +59,7 @@ RunResult RunCairn(const std::vector<std::string>& args) {
     close(err_pipe[0]);
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
+    SetChildEnv(env);
     std::vector<char*> argv;
     std::string bin = CairnBinary();
     argv.push_back(bin.data());
@@ -99,7 +106,7 @@ std::string ReadText(const std::string& path) {
 namespace cairn::testing {
 
 CairnProcess::CairnProcess(const std::vector<std::string>& args, const std::string& out_file,
-                           const std::string& err_file) {
+                           const std::string& err_file, const std::vector<std::string>& env) {
   pid_ = fork();
   if (pid_ == 0) {
     int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -108,6 +115,7 @@ CairnProcess::CairnProcess(const std::vector<std::string>& args, const std::stri
     dup2(err, 2);
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
+    SetChildEnv(env);
     std::vector<std::string> copy = args;
     std::string bin = CairnBinary();
     std::vector<char*> argv{bin.data()};

@@ -29,8 +29,9 @@ struct RunResult {
   std::string err;        // stderr
 };
 
-// Runs `cairn args...` to completion, capturing stdout and stderr.
-RunResult RunCairn(const std::vector<std::string>& args);
+// Runs `cairn args...` to completion, capturing stdout and stderr. `env` entries
+// ("NAME=VALUE") are added to the child's environment (e.g. CAIRN_CRASH_AT=...).
+RunResult RunCairn(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 
 // Writes `text` to `path`.
 void WriteText(const std::string& path, const std::string& text);
@@ -43,7 +44,8 @@ namespace cairn::testing {
 // A `cairn` child process whose stdout and stderr go to files.
 class CairnProcess {
  public:
-  CairnProcess(const std::vector<std::string>& args, const std::string& out_file, const std::string& err_file);
+  CairnProcess(const std::vector<std::string>& args, const std::string& out_file, const std::string& err_file,
+               const std::vector<std::string>& env = {});
   ~CairnProcess();
   // Waits up to `timeout_ms` for the exit; false on timeout.
   bool Wait(int timeout_ms, RunResult* result);

@@ -1,0 +1,238 @@
+// Bad input fails closed: every row of the table below is a `cairn` invocation with something
+// wrong in it (malformed YAML, unknown keys, wrong types, bad parallelism, unknown operator
+// types and ids, bad flags, missing or unreadable paths, bad fault-injection variables). Each
+// must exit 2 with a message that names the key or file (and line:col where there is one),
+// and must leave an existing checkpoint directory and output directory byte-for-byte as they
+// were. The job files and flags point at that real checkpoint and output directory, made by a
+// small completed run, so that any change would show.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+#include "tests/tree_snapshot.h"
+
+namespace cairn::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The job file rows edit. Line numbers in the expected messages refer to this text.
+constexpr const char* kBaseJob =
+    "job: wordcount\n"           // 1
+    "parallelism: 2\n"           // 2
+    "checkpoint:\n"              // 3
+    "  interval: 20ms\n"         // 4
+    "  dir: {ck}\n"              // 5
+    "operators:\n"               // 6
+    "  - id: source\n"           // 7
+    "    type: file_source\n"    // 8
+    "    path: {in}\n"           // 9
+    "  - id: tokenize\n"         // 10
+    "    type: tokenize\n"       // 11
+    "    inputs: [source]\n"     // 12
+    "  - id: count\n"            // 13
+    "    type: count\n"          // 14
+    "    key_by: word\n"         // 15
+    "    inputs: [tokenize]\n"   // 16
+    "  - id: sink\n"             // 17
+    "    type: file_sink\n"      // 18
+    "    path: {out}\n"          // 19
+    "    inputs: [count]\n";     // 20
+
+struct BadInput {
+  const char* name;
+  // The job file {job}: kBaseJob with `find` replaced by `replace` (find "" and replace "":
+  // kBaseJob as it is; find "*": the whole file is `replace`).
+  std::string find, replace;
+  std::vector<std::string> args;  // placeholders {job} {dir} {ck} {in} {out}
+  std::vector<std::string> env;
+  std::vector<std::string> expect;  // substrings of stderr, same placeholders
+  bool unreadable_job = false;      // chmod 000 the job file
+};
+
+// `cairn run {job} --quiet`
+const std::vector<std::string> kRun = {"run", "{job}", "--quiet"};
+
+std::vector<std::string> Run(std::vector<std::string> extra) {
+  std::vector<std::string> a = kRun;
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+const BadInput kTable[] = {
+    // ---- YAML syntax
+    {"YamlBadIndentation", "  dir: {ck}", "   dir: {ck}", kRun, {}, {"{job}:5:7: YAML syntax error"}},
+    {"YamlUnclosedFlowList", "inputs: [source]", "inputs: [source", kRun, {}, {"{job}:13:7: YAML syntax error"}},
+    {"YamlTabIndentation", "  interval: 20ms", "\tinterval: 20ms", kRun, {}, {"{job}:4:10: YAML syntax error"}},
+    {"YamlTwoDocuments", "    inputs: [count]\n", "    inputs: [count]\n---\njob: x\n", kRun, {},
+     {"{job}:22:1: a job file holds one YAML document"}},
+    {"EmptyJobFile", "*", "", kRun, {}, {"{job}: empty job file"}},
+    {"JobFileIsAList", "*", "- a\n- b\n", kRun, {}, {"{job}:1:1: a job file must be a map"}},
+    // ---- unknown keys
+    {"UnknownTopLevelKey", "parallelism: 2", "paralelism: 2", kRun, {},
+     {"{job}:2:1: unknown key 'paralelism' at top level", "known keys: job, parallelism"}},
+    {"UnknownCheckpointKey", "  interval: 20ms", "  intervall: 20ms", kRun, {},
+     {"{job}:4:3: unknown key 'intervall' in checkpoint"}},
+    {"UnknownOperatorKey", "    key_by: word\n", "    key_by: word\n    colour: red\n", kRun, {},
+     {"{job}:16:5: unknown key 'colour' in operator 'count'"}},
+    {"MissingJobKey", "job: wordcount\n", "", kRun, {}, {"{job}:1:1: missing required key 'job'"}},
+    {"MissingRequiredParameter", "    path: {in}\n", "", kRun, {},
+     {"{job}:7:5: operator 'source' (type file_source) is missing required parameter 'path'"}},
+    // ---- wrong types
+    {"ParallelismNotANumber", "parallelism: 2", "parallelism: two", kRun, {},
+     {"{job}:2:14: parallelism must be an integer >= 1, got 'two'"}},
+    {"JobNameIsAList", "job: wordcount", "job: [a, b]", kRun, {}, {"{job}:1:6: job must be a non-empty string, got a list"}},
+    {"IntervalNotADuration", "interval: 20ms", "interval: soon", kRun, {},
+     {"{job}:4:13: checkpoint.interval must be a duration"}},
+    {"UnknownCheckpointMode", "  interval: 20ms\n", "  interval: 20ms\n  mode: exactly\n", kRun, {},
+     {"{job}:5:9: checkpoint.mode must be one of aligned, unaligned, at_least_once, got 'exactly'"}},
+    {"InputsIsAMap", "    inputs: [count]", "    inputs: {a: b}", kRun, {},
+     {"{job}:20:13: inputs of operator 'sink' must be an operator id or a list of operator ids, got a map"}},
+    {"NegativeTolerableFailures", "  interval: 20ms\n", "  interval: 20ms\n  tolerable_failures: -1\n", kRun, {},
+     {"{job}:5:23: checkpoint.tolerable_failures must be an integer >= 0, got '-1'"}},
+    {"RetainZero", "  interval: 20ms\n", "  interval: 20ms\n  retain: 0\n", kRun, {},
+     {"{job}:5:11: checkpoint.retain must be an integer >= 1, got '0'"}},
+    // ---- parallelism
+    {"ParallelismZero", "parallelism: 2", "parallelism: 0", kRun, {},
+     {"{job}:2:14: parallelism must be an integer >= 1, got '0'"}},
+    {"ParallelismNegative", "parallelism: 2", "parallelism: -1", kRun, {},
+     {"{job}:2:14: parallelism must be an integer >= 1, got '-1'"}},
+    {"OperatorParallelismZero", "    key_by: word\n", "    key_by: word\n    parallelism: 0\n", kRun, {},
+     {"{job}:16:18: parallelism of operator 'count' must be an integer >= 1, got '0'"}},
+    {"ParallelismAboveMaxParallelism", "parallelism: 2\n", "parallelism: 2\nmax_parallelism: 1\n", kRun, {},
+     {"{job}:2:14: parallelism 2 is greater than max_parallelism 1"}},
+    // ---- operators and edges
+    {"UnknownOperatorType", "type: count", "type: cuont", kRun, {},
+     {"{job}:14:11: operator 'count' has unknown type 'cuont'", "known types:"}},
+    {"EdgeToUnknownId", "inputs: [tokenize]", "inputs: [tokenizer]", kRun, {},
+     {"{job}:16:14: operator 'count' has input 'tokenizer', which is not an operator id"}},
+    {"DuplicateOperatorId", "  - id: tokenize\n    type: tokenize\n    inputs: [source]\n",
+     "  - id: source\n    type: tokenize\n    inputs: [source]\n", kRun, {},
+     {"{job}:10:9: duplicate operator id 'source' (first defined at {job}:7:9)"}},
+    // ---- --set
+    {"SetWithoutEquals", "", "", Run({"--set", "checkpoint.interval"}), {}, {"--set checkpoint.interval: expected KEY=VALUE"}},
+    {"SetUnknownKey", "", "", Run({"--set", "checkpoint.intervall=1s"}), {},
+     {"--set checkpoint.intervall: unknown key 'intervall' in checkpoint"}},
+    {"SetUnknownOperator", "", "", Run({"--set", "operators.nosuch.path=x"}), {},
+     {"--set operators.nosuch.path: unknown operator id 'nosuch'"}},
+    {"SetBadValue", "", "", Run({"--set", "checkpoint.interval=soon"}), {},
+     {"--set checkpoint.interval: checkpoint.interval must be a duration"}},
+    {"SetParallelismZero", "", "", Run({"--set", "operators.count.parallelism=0"}), {},
+     {"--set operators.count.parallelism: parallelism of operator 'count' must be an integer >= 1"}},
+    // ---- flags and commands
+    {"UnknownFlag", "", "", Run({"--frobnicate"}), {}, {"unknown flag '--frobnicate'", "usage:"}},
+    {"RestoreWithoutValue", "", "", Run({"--restore"}), {}, {"--restore needs 'latest' or a checkpoint path"}},
+    {"RestoreTwice", "", "", Run({"--restore", "latest", "--restore", "latest"}), {}, {"--restore given twice"}},
+    {"ExtraArgument", "", "", Run({"{job}"}), {}, {"unexpected argument '{job}'"}},
+    {"RunWithoutJobFile", "", "", {"run", "--quiet"}, {}, {"missing JOB.yaml"}},
+    {"RunFlagOnValidate", "", "", {"validate", "{job}", "--restore", "latest"}, {}, {"unknown flag '--restore'"}},
+    {"UnknownCommand", "", "", {"frobnicate", "{job}"}, {}, {"unknown command 'frobnicate'"}},
+    {"GenerateNegativeWords", "", "", {"generate", "--out", "{in}", "--words", "-5"}, {},
+     {"--words needs an integer >= 0"}},
+    {"DebugUnknownTopic", "", "", {"debug", "frobnicate"}, {}, {"debug takes: crash-points"}},
+    // ---- missing or unreadable paths
+    {"MissingJobFile", "", "", {"run", "{dir}/absent.yaml", "--quiet"}, {},
+     {"{dir}/absent.yaml: cannot read: No such file or directory"}},
+    {"JobFileIsADirectory", "", "", {"run", "{dir}", "--quiet"}, {}, {"{dir}: cannot read: Is a directory"}},
+    {"UnreadableJobFile", "", "", kRun, {}, {"{job}: cannot read: Permission denied"}, true},
+    {"MissingInputFile", "", "", Run({"--set", "operators.source.path={dir}/absent.txt"}), {},
+     {"cannot open input {dir}/absent.txt: No such file or directory"}},
+    {"InputIsADirectory", "", "", Run({"--set", "operators.source.path={dir}"}), {},
+     {"operator source: input {dir} is not a regular file"}},
+    {"RestoreMissingPath", "", "", Run({"--restore", "{dir}/nope"}), {}, {"{dir}/nope: no such file or directory"}},
+    {"RestoreAFileThatIsNoCheckpoint", "", "", Run({"--restore", "{in}"}), {}, {"{in}: not a checkpoint"}},
+    {"RestoreAnIncompleteCheckpoint", "", "", Run({"--restore", "{ck}/chk-999"}), {},
+     {"{ck}/chk-999: not a completed checkpoint (no _metadata file)"}},
+    {"RestoreIntoOtherMaxParallelism", "", "", Run({"--restore", "latest", "--set", "max_parallelism=64"}), {},
+     {"max_parallelism 128 but the job has 64"}},
+    {"CheckpointsOfAMissingDirectory", "", "", {"checkpoints", "{dir}/nope"}, {}, {"{dir}/nope: no such checkpoint directory"}},
+    // ---- fault-injection variables
+    {"UnknownCrashPoint", "", "", kRun, {"CAIRN_CRASH_AT=nowhere"}, {"no crash point named 'nowhere'"}},
+    {"CrashPointCountZero", "", "", kRun, {"CAIRN_CRASH_AT=checkpoint.committed:0"},
+     {"CAIRN_CRASH_AT=checkpoint.committed:0: the count after ':' must be a positive integer"}},
+    {"MalformedStorageFault", "", "", kRun, {"CAIRN_STORAGE_FAULT=eio:_metadata"},
+     {"CAIRN_STORAGE_FAULT=eio:_metadata: wrong number of"}},
+    {"UnknownStorageFaultKind", "", "", kRun, {"CAIRN_STORAGE_FAULT=full:_metadata:0"}, {"unknown kind 'full'"}},
+};
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  if (from.empty()) return s;
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+class BadInputTest : public ::testing::TestWithParam<BadInput> {
+ protected:
+  // One small completed run shared by the rows, plus an incomplete checkpoint (which only a
+  // job that starts may remove) and an in-progress output file (which only a restore may).
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    RunResult gen = RunCairn({"generate", "--out", In(), "--words", "50000", "--vocabulary", "500"});
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    RunResult run = RunCairn({"run", SourceDir() + "/jobs/wordcount.yaml", "--quiet",
+                              "--set", "operators.source.path=" + In(), "--set", "operators.sink.path=" + Out(),
+                              "--set", "checkpoint.dir=" + Ck(), "--set", "checkpoint.interval=20ms",
+                              "--set", "operators.source.rate=20000"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::filesystem::create_directories(Ck() + "/chk-999/count-0");
+    WriteText(Ck() + "/chk-999/count-0/leftover", "an incomplete checkpoint");
+    WriteText(Out() + "/.part-0-0-99.inprogress", "an in-progress file");
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static std::string In() { return *dir_ / "input.txt"; }
+  static std::string Ck() { return *dir_ / "ck"; }
+  static std::string Out() { return *dir_ / "out"; }
+  static std::string Expand(const std::string& s, const std::string& job) {
+    std::string r = Replace(s, "{job}", job);
+    r = Replace(r, "{ck}", Ck());
+    r = Replace(r, "{in}", In());
+    r = Replace(r, "{out}", Out());
+    return Replace(r, "{dir}", dir_->path());
+  }
+
+  static ScratchDir* dir_;
+};
+
+ScratchDir* BadInputTest::dir_ = nullptr;
+
+TEST_P(BadInputTest, ExitsTwoNamingTheProblemAndChangesNothing) {
+  const BadInput& c = GetParam();
+  ScratchDir job_dir;
+  const std::string job = job_dir / "job.yaml";
+  std::string text = c.find == "*" ? c.replace : Replace(kBaseJob, c.find, c.replace);
+  if (c.find != "*" && !c.find.empty()) ASSERT_NE(text, kBaseJob) << "the row's edit does not apply: " << c.find;
+  WriteText(job, Expand(text, job));
+  if (c.unreadable_job) {
+    ASSERT_EQ(chmod(job.c_str(), 0), 0);
+    if (access(job.c_str(), R_OK) == 0)
+      GTEST_SKIP() << "running as root: permission bits do not stop reading, so no file is unreadable here";
+  }
+  std::vector<std::string> args, env;
+  for (const std::string& a : c.args) args.push_back(Expand(a, job));
+  for (const std::string& e : c.env) env.push_back(Expand(e, job));
+
+  const Tree ck_before = TreeSnapshot(Ck()), out_before = TreeSnapshot(Out());
+  ASSERT_FALSE(ck_before.empty());
+  RunResult r = RunCairn(args, env);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.signal, 0);
+  for (const std::string& e : c.expect) EXPECT_THAT(r.err, HasSubstr(Expand(e, job)));
+  EXPECT_TRUE(SameTree(ck_before, TreeSnapshot(Ck()))) << "checkpoint directory";
+  EXPECT_TRUE(SameTree(out_before, TreeSnapshot(Out()))) << "output directory";
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BadInputTest, ::testing::ValuesIn(kTable),
+                         [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace cairn::testing
