@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test bench faults fuzz soak test-asan test-tsan clean
+.PHONY: all deps build run test bench bench-micro faults fuzz soak test-asan test-tsan clean
 
 all: build
 
@@ -24,8 +24,13 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# Macro-benchmarks (docs/benchmarks.md); `make bench BENCH_ARGS=--quick` for a smoke test.
 bench: build
 	$(BUILD)/cairn-bench $(BENCH_ARGS)
+
+# Micro-benchmarks of the hot paths (Google Benchmark; about two minutes).
+bench-micro: build
+	$(BUILD)/cairn-micro-bench $(BENCH_ARGS)
 
 # The suite under AddressSanitizer + UBSan (gcc), and under ThreadSanitizer (clang, see
 # CMakeLists.txt); only what the suite runs is built. The options (halt on the first finding)

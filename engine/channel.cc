@@ -5,14 +5,15 @@
 
 namespace cairn {
 
-Channel::Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer)
+Channel::Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer, bool unbounded)
     : name_(std::move(name)),
       queue_(2 * capacity + 2),  // room for pushes past `capacity` that a read-ahead waits for
       recycled_(capacity + 2),
       priority_(16),
       producer_(producer),
       consumer_(consumer),
-      capacity_(capacity) {}
+      capacity_(capacity),
+      unbounded_(unbounded) {}
 
 void Channel::PushPriority(const PriorityEvent& e) {
   priority_.enqueue(e);  // may allocate; the lane carries a few events per checkpoint
@@ -34,6 +35,11 @@ void Channel::ReadAheadConsumed() {
 
 bool Channel::TryEnqueue(StreamElement& e) {
   size_t records = e.kind == StreamElement::Kind::kBatch ? e.batch->size() : 0;
+  if (unbounded_) {
+    queue_.enqueue(std::move(e));  // allocates a new block when full
+    pushed_records_ += records;
+    return true;
+  }
   size_t held = queue_.size_approx() + static_cast<size_t>(std::max<int64_t>(read_ahead_.load(), 0));
   bool room = held < capacity_ || pushed_records_ < wanted_.load(std::memory_order_seq_cst);
   if (!room || !queue_.try_enqueue(std::move(e))) return false;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/operator.h"
 #include "engine/parker.h"
 #include "engine/stream_element.h"
 
@@ -34,9 +35,14 @@ class BlockedHandler {
 class Channel {
  public:
   // `capacity` in elements (batches); `name` like "tokenize[0]->count[1]".
-  Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer);
+  // An `unbounded` channel (a feedback edge) never blocks its producer: it grows instead.
+  Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer, bool unbounded = false);
 
   const std::string& name() const { return name_; }
+  bool unbounded() const { return unbounded_; }
+  // Field names of the records on this channel (the producer's schema), for channel state.
+  const Schema& schema() const { return schema_; }
+  void set_schema(Schema s) { schema_ = std::move(s); }
 
   // Blocks while the channel is full. Returns false (dropping `e`) once Cancel() was called or
   // the handler gave up.
@@ -76,6 +82,8 @@ class Channel {
   Parker* const producer_;
   Parker* const consumer_;
   const size_t capacity_;
+  const bool unbounded_;
+  Schema schema_;
   std::atomic<int64_t> read_ahead_{0};   // elements in the consumer's overflow
   std::atomic<uint64_t> wanted_{0};      // the consumer waits for records before this position
   uint64_t pushed_records_ = 0;          // producer thread only

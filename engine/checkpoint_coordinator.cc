@@ -234,7 +234,10 @@ void CheckpointCoordinator::Complete(Pending p) {
   for (Task* t : tasks_) t->NotifyCheckpointComplete(m.id);
   Status rs = store_->Retain(spec_.checkpoint.retain);
   if (!rs.ok()) listener_->JobFailed(rs.WithContext("checkpoint retention"));
-  if (p.final_candidate) {
+  // Final: every source finished and nothing in flight on any channel. Termination is a stable
+  // property, so a snapshot that shows it proves it (in a cycle, records may still circulate
+  // in the first such checkpoints; then another is taken).
+  if (p.final_candidate && m.channel_state_bytes == 0) {
     terminating_ = true;
     for (Task* s : sources_) s->Terminate();
     final_completed_.store(true);

@@ -48,10 +48,18 @@ struct PersistJob {
   std::unique_ptr<ChannelStateRecords> channel_state;  // unaligned: the head's input channels
 };
 
-// Encodes / decodes channel state as stored in channel.state (inside a checksummed blob).
+// One channel's in-flight records as read back from a checkpoint.
+struct RestoredChannel {
+  std::string name;  // "<producer op>[i]-><consumer op>[j]"
+  Schema schema;     // field names of the records (the producer's schema)
+  RecordBatch records;
+};
+
+// Encodes / decodes channel state as stored in channel.state (inside a checksummed blob):
+// a count of channels, then per channel its name, the three field names, the record count,
+// and the records (key, a, b). Decode returns false when the bytes are malformed.
 std::string EncodeChannelState(const ChannelStateRecords& c);
-// Fills `out` with channel name -> records. False when the bytes are malformed.
-bool DecodeChannelState(std::string_view bytes, std::vector<std::pair<std::string, RecordBatch>>* out);
+bool DecodeChannelState(std::string_view bytes, std::vector<RestoredChannel>* out);
 
 // A task's answer to a checkpoint: its state handles, or why it declined.
 struct TaskAck {

@@ -1,6 +1,8 @@
 #include "engine/execution_plan.h"
 
+#include <functional>
 #include <map>
+#include <set>
 
 #include "operators/registry.h"
 
@@ -45,12 +47,34 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     }
     plan.chains.push_back(std::move(ch));
   }
+  // Feedback edges: (consumer op, input position) of the back edges of a depth-first walk
+  // along the data flow from the sources, in file order.
+  std::set<std::pair<int, int>> feedback;
+  {
+    enum Color { kUnvisited, kOnPath, kDone };
+    std::vector<Color> color(n, kUnvisited);
+    std::function<void(int)> visit = [&](int v) {
+      color[v] = kOnPath;
+      for (int w : consumers[v]) {
+        if (color[w] == kOnPath) {
+          const auto& ins = spec.operators[w].inputs;
+          for (int k = 0; k < static_cast<int>(ins.size()); ++k)
+            if (ins[k] == spec.operators[v].id) feedback.insert({w, k});
+        } else if (color[w] == kUnvisited) {
+          visit(w);
+        }
+      }
+      color[v] = kDone;
+    };
+    for (int i = 0; i < n; ++i)
+      if (spec.operators[i].inputs.empty() && color[i] == kUnvisited) visit(i);
+  }
   for (int ci = 0; ci < static_cast<int>(plan.chains.size()); ++ci) {
     int head = plan.chains[ci].ops.front();
     const OperatorConfig& c = spec.operators[head];
     for (int k = 0; k < static_cast<int>(c.inputs.size()); ++k) {
       int from_op = index[c.inputs[k]];
-      plan.edges.push_back(PlanEdge{chain_of[from_op], ci, k, !c.key_by.empty()});
+      plan.edges.push_back(PlanEdge{chain_of[from_op], ci, k, !c.key_by.empty(), feedback.count({head, k}) > 0});
     }
   }
   return plan;

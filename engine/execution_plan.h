@@ -4,7 +4,11 @@
 // Chaining (as Flink does): operator B joins the chain of A when B's only input is A, A's only
 // consumer is B, the edge is forward (no key_by), and both have the same parallelism.
 // Edges between chains are forward (subtask i -> subtask i, equal parallelism) or hash (every
-// producer subtask -> every consumer subtask, by key group).
+// producer subtask -> every consumer subtask, by key group). In a cyclic job, the edges that
+// close a cycle (back edges of a depth-first walk from the sources, in file order) are
+// feedback edges: their channels never block (a cycle of full channels would deadlock), a
+// barrier is not waited for on them, and what arrives on them between a task's snapshot and
+// the barrier coming around is recorded as channel state.
 #pragma once
 
 #include <string>
@@ -26,6 +30,7 @@ struct PlanEdge {
   int to_chain;
   int to_input;   // the consumer head's input index (position in its `inputs`)
   bool hash;      // key_by partitioning; else forward
+  bool feedback;  // closes a cycle
 };
 
 struct ExecutionPlan {

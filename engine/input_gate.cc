@@ -14,6 +14,7 @@ int64_t WallMillis() {
 void InputGate::AddInput(GateInput in) {
   inputs_.push_back(in);
   state_.emplace_back();
+  if (!in.feedback) ++regular_;
 }
 
 bool InputGate::HasWork() const {
@@ -213,7 +214,8 @@ GateEvent InputGate::Poll() {
         break;
       case StreamElement::Kind::kEndOfInput:
         s.end_of_input = true;
-        if (++ended_input_ == n && !end_of_input_reported_) {
+        if (inputs_[i].feedback) break;
+        if (++ended_input_ == regular_ && !end_of_input_reported_) {
           end_of_input_reported_ = true;
           ev.kind = GateEvent::Kind::kEndOfInput;
           return ev;
@@ -221,7 +223,7 @@ GateEvent InputGate::Poll() {
         break;
       case StreamElement::Kind::kEndOfStream:
         s.end_of_stream = true;
-        ++ended_stream_;
+        if (!inputs_[i].feedback) ++ended_stream_;
         for (auto& [id, r] : recordings_)
           if (r.end[i] == kUnknown) r.end[i] = s.received;
         // A channel that ended sends no barrier: a checkpoint waiting for it may be complete.
@@ -234,13 +236,17 @@ GateEvent InputGate::Poll() {
             c.barrier.mode = CheckpointMode::kAtLeastOnce;
             last_snapshot_ = std::max(last_snapshot_, it->first);
             at_least_once_counts_.erase(it);
+            c.channel_state_pending = RecordFeedback(c.barrier);
             return c;
           }
         }
         break;
     }
   }
-  if (ended_stream_ == n && !end_of_stream_reported_) {
+  // A barrier read above may have completed a recording.
+  ev = FinishedRecording();
+  if (ev.kind != GateEvent::Kind::kNone) return ev;
+  if (ended_stream_ == regular_ && !end_of_stream_reported_) {
     end_of_stream_reported_ = true;
     ev.kind = GateEvent::Kind::kEndOfStream;
     return ev;
@@ -256,6 +262,12 @@ GateEvent InputGate::OnDataBarrier(size_t ch, const Barrier& b) {
     SetEnd(ch, b.id, s.consumed);
     return GateEvent{};
   }
+  if (inputs_[ch].feedback) {
+    // Came around before this task's snapshot: what follows it on this channel is after the
+    // cut. Aligned: hold the channel until the snapshot. At least once: read on.
+    if (b.mode != CheckpointMode::kAtLeastOnce) s.blocked = true;
+    return GateEvent{};
+  }
   if (b.mode == CheckpointMode::kAtLeastOnce) {
     size_t& count = at_least_once_counts_[b.id];
     if (++count < OpenChannels()) return GateEvent{};
@@ -264,6 +276,7 @@ GateEvent InputGate::OnDataBarrier(size_t ch, const Barrier& b) {
     GateEvent ev;
     ev.kind = GateEvent::Kind::kCheckpoint;
     ev.barrier = b;
+    ev.channel_state_pending = RecordFeedback(b);
     return ev;
   }
   // Aligned.
@@ -329,25 +342,48 @@ GateEvent InputGate::CompleteAligned() {
   barriers_received_ = 0;
   last_snapshot_ = aligning_barrier_.id;
   announced_.erase(announced_.begin(), announced_.upper_bound(aligning_barrier_.id));
+  ev.channel_state_pending = RecordFeedback(aligning_barrier_);
   for (ChannelState& s : state_) s.blocked = false;
   return ev;
 }
 
-GateEvent InputGate::SnapshotUnaligned(const Barrier& b, bool switched) {
+InputGate::Recording InputGate::NewRecording(CheckpointId id) const {
   const size_t n = inputs_.size();
   Recording r;
   r.records = std::make_unique<ChannelStateRecords>();
-  r.records->id = b.id;
+  r.records->id = id;
   r.records->records.resize(n);
   r.start.resize(n);
-  r.end.resize(n);
   r.copied.resize(n);
+  r.end.assign(n, kUnknown);
   for (size_t i = 0; i < n; ++i) {
     r.records->channel_names.push_back(inputs_[i].channel->name());
+    r.records->schemas.push_back(inputs_[i].channel->schema());
+    r.start[i] = r.copied[i] = state_[i].consumed;
+  }
+  return r;
+}
+
+bool InputGate::RecordFeedback(const Barrier& b) {
+  auto open = [&](size_t i) {
+    return inputs_[i].feedback && state_[i].barrier_done < b.id && !state_[i].end_of_stream;
+  };
+  bool any = false;
+  for (size_t i = 0; i < inputs_.size(); ++i) any |= open(i);
+  if (!any) return false;
+  Recording r = NewRecording(b.id);
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!open(i)) r.end[i] = state_[i].consumed;
+  recordings_.emplace(b.id, std::move(r));
+  return true;
+}
+
+GateEvent InputGate::SnapshotUnaligned(const Barrier& b, bool switched) {
+  const size_t n = inputs_.size();
+  Recording r = NewRecording(b.id);
+  for (size_t i = 0; i < n; ++i) {
     const ChannelState& s = state_[i];
-    r.start[i] = s.consumed;
-    r.copied[i] = s.consumed;
-    r.end[i] = (s.barrier_done >= b.id || s.end_of_stream) ? s.consumed : kUnknown;
+    if (s.barrier_done >= b.id || s.end_of_stream) r.end[i] = s.consumed;
   }
   auto ann = announced_.find(b.id);
   if (ann != announced_.end())
@@ -358,6 +394,7 @@ GateEvent InputGate::SnapshotUnaligned(const Barrier& b, bool switched) {
   ev.kind = GateEvent::Kind::kCheckpoint;
   ev.barrier = b;
   ev.unaligned = true;
+  ev.channel_state_pending = true;
   ev.switched = switched;
   if (aligning_)
     ev.alignment_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - alignment_start_).count();

@@ -19,6 +19,11 @@
 //   open channel. Records after an early barrier are in the state and may be replayed.
 // A priority event is always looked at before the data it overtook is processed: after every
 // pop from a channel, that channel's priority lane is drained first.
+// Feedback channels (cycles): aligned and at-least-once checkpoints do not wait for the barrier
+// on them (it can only come around after this task forwarded it). A feedback channel that
+// delivers the barrier before this task's snapshot is blocked until the snapshot; one that did
+// not is recorded after the snapshot until its barrier arrives (the marker-receiving rule of
+// Chandy–Lamport). End of input and end of stream are counted on the other channels only.
 //
 // Contract: used by the task thread only; Poll and PollPriority never block.
 #pragma once
@@ -36,13 +41,15 @@ namespace cairn {
 
 struct GateInput {
   Channel* channel;
-  int input_index;  // which of the head operator's logical inputs this channel feeds
+  int input_index;        // which of the head operator's logical inputs this channel feeds
+  bool feedback = false;  // closes a cycle: no barrier is waited for on it (see below)
 };
 
 // The in-flight records of one checkpoint, per input channel (gate order).
 struct ChannelStateRecords {
   CheckpointId id = 0;
   std::vector<std::string> channel_names;
+  std::vector<Schema> schemas;
   std::vector<RecordBatch> records;
 };
 
@@ -57,6 +64,7 @@ struct GateEvent {
   int64_t alignment_ms = 0;            // kCheckpoint: first barrier to snapshot
   bool unaligned = false;              // kCheckpoint: channel state follows (kChannelStateDone)
   bool switched = false;               // kCheckpoint: an aligned checkpoint switched to unaligned
+  bool channel_state_pending = false;  // kCheckpoint: a kChannelStateDone for it will follow
   std::unique_ptr<ChannelStateRecords> channel_state;  // kChannelStateDone
 };
 
@@ -128,11 +136,17 @@ class InputGate {
   void AdvanceAll();
   static void CopyRange(const RecordBatch& b, uint64_t first_pos, size_t first_row, size_t rows, Recording& r,
                         size_t ch);
-  size_t OpenChannels() const { return inputs_.size() - ended_stream_; }
+  // Channels that are not feedback channels and have not ended.
+  size_t OpenChannels() const { return regular_ - ended_stream_; }
+  // A recording of checkpoint `id` starting at every channel's position, all ends unknown.
+  Recording NewRecording(CheckpointId id) const;
+  // After a snapshot: a recording for the feedback channels whose barrier has not come yet.
+  bool RecordFeedback(const Barrier& b);
 
   std::vector<GateInput> inputs_;
   std::deque<ChannelState> state_;  // a deque: ChannelState is not copyable
   size_t next_ = 0;  // round-robin start
+  size_t regular_ = 0;  // channels that are not feedback channels
   size_t ended_input_ = 0;
   size_t ended_stream_ = 0;
   bool end_of_input_reported_ = false;

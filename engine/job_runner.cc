@@ -113,7 +113,7 @@ struct RestorePlan {
   std::map<std::pair<std::string, uint32_t>, std::string> operator_state;  // (op, subtask) -> bytes
   std::map<std::string, std::vector<KeyedSnapshotHandle>> keyed;           // op -> snapshots
   // (head op, subtask) -> channel name -> in-flight records
-  std::map<std::pair<std::string, uint32_t>, std::vector<std::pair<std::string, RecordBatch>>> channels;
+  std::map<std::pair<std::string, uint32_t>, std::vector<RestoredChannel>> channels;
 };
 
 // "<producer tail op>[i]-><consumer head op>[j]": the name of a channel in messages, metrics
@@ -121,6 +121,19 @@ struct RestorePlan {
 std::string ChannelName(const JobSpec& spec, const ExecutionPlan& plan, const PlanEdge& e, uint32_t from, uint32_t to) {
   return spec.operators[plan.chains[e.from_chain].ops.back()].id + "[" + std::to_string(from) + "]->" +
          spec.operators[plan.chains[e.to_chain].ops.front()].id + "[" + std::to_string(to) + "]";
+}
+
+// The field names of what operator `op` emits; a pass-through transform (empty schema, such as
+// throttle) emits its first input's records.
+Schema EmittedSchema(const JobSpec& spec, int op) {
+  for (size_t hops = 0; hops <= spec.operators.size(); ++hops) {
+    const OperatorConfig& c = spec.operators[op];
+    const OperatorType* t = FindOperatorType(c.type);
+    if (!t->output.key.empty() || c.inputs.empty()) return t->output;
+    const OperatorConfig* in = spec.Find(c.inputs[0]);
+    op = static_cast<int>(in - spec.operators.data());
+  }
+  return Schema{};
 }
 
 std::set<std::string> AllChannelNames(const JobSpec& spec, const ExecutionPlan& plan) {
@@ -180,9 +193,9 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
       if (!DecodeChannelState(bytes, &out))
         return Status::Corruption(path + ": damaged (channel state records do not parse)");
       std::set<std::string> names = AllChannelNames(spec, exec);
-      for (const auto& [name, records] : out)
-        if (names.count(name) == 0)
-          return Status::InvalidArgument("checkpoint " + where + " holds in-flight records of channel " + name +
+      for (const RestoredChannel& rc : out)
+        if (names.count(rc.name) == 0)
+          return Status::InvalidArgument("checkpoint " + where + " holds in-flight records of channel " + rc.name +
                                          ", which the job does not have (a changed parallelism or topology); "
                                          "restore it with the job's original operators and parallelism");
     }
@@ -264,31 +277,49 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     ~WorkDirCleanup() { RemoveAll(dir); }
   } work_cleanup{work_dir};
 
-  // Keyed state: restore (or create) each keyed subtask's store, then open the other operators.
-  bool restored_one = false;
+  // Keyed state: restore (or create) each keyed subtask's store, all subtasks in parallel
+  // (restoring is reading RocksDB and filling a hash table: CPU-bound per subtask).
+  struct KeyedRestore {
+    ChainedOperator* op;
+    std::string dir;
+    std::vector<KeyedSnapshotHandle> snapshots;
+    Status status;
+  };
+  std::vector<KeyedRestore> keyed;
   for (SubtaskChain& st : subtasks) {
     for (ChainedOperator& c : st.ops) {
       const OperatorConfig& oc = *spec.Find(c.ctx.operator_id);
-      const OperatorType* type = FindOperatorType(oc.type);
-      if (type->keyed) {
-        c.keyed_state = std::make_unique<KeyedInt64State>(spec.max_parallelism, c.ctx.key_groups);
-        c.keyed_store = std::make_unique<KeyedStore>();
-        std::string dir = work_dir + "/" + oc.id + "-" + std::to_string(st.subtask);
-        std::vector<KeyedSnapshotHandle> overlapping;
-        for (const auto& h : restore.keyed[oc.id])
-          if (h.key_groups.Overlaps(c.ctx.key_groups)) overlapping.push_back(h);
-        if (!overlapping.empty()) {
-          if (restored_one) CAIRN_CRASH_POINT("restore.midway");
-          CAIRN_RETURN_IF_ERROR(RocksDbStateStore::Restore(overlapping, dir, c.keyed_state.get(), &c.keyed_store->store));
-          restored_one = true;
-        } else {
-          CAIRN_RETURN_IF_ERROR(RocksDbStateStore::Create(dir, &c.keyed_store->store));
-        }
-        c.ctx.keyed_state = c.keyed_state.get();
-      }
-      if (type->role != OperatorRole::kSource) CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
+      if (!FindOperatorType(oc.type)->keyed) continue;
+      c.keyed_state = std::make_unique<KeyedInt64State>(spec.max_parallelism, c.ctx.key_groups);
+      c.keyed_store = std::make_unique<KeyedStore>();
+      c.ctx.keyed_state = c.keyed_state.get();
+      KeyedRestore kr{&c, work_dir + "/" + oc.id + "-" + std::to_string(st.subtask), {}, Status::OK()};
+      for (const auto& h : restore.keyed[oc.id])
+        if (h.key_groups.Overlaps(c.ctx.key_groups)) kr.snapshots.push_back(h);
+      keyed.push_back(std::move(kr));
     }
   }
+  {
+    std::vector<std::thread> restorers;
+    std::atomic<int> restored{0};
+    const size_t to_restore = std::count_if(keyed.begin(), keyed.end(), [](const KeyedRestore& k) { return !k.snapshots.empty(); });
+    for (KeyedRestore& kr : keyed)
+      restorers.emplace_back([&kr, &restored, to_restore] {
+        ChainedOperator& c = *kr.op;
+        kr.status = kr.snapshots.empty()
+                        ? RocksDbStateStore::Create(kr.dir, &c.keyed_store->store)
+                        : RocksDbStateStore::Restore(kr.snapshots, kr.dir, c.keyed_state.get(), &c.keyed_store->store);
+        // One subtask's state restored, the others' still being read.
+        if (!kr.snapshots.empty() && kr.status.ok() && restored.fetch_add(1) == 0 && to_restore > 1)
+          CAIRN_CRASH_POINT("restore.midway");
+      });
+    for (auto& t : restorers) t.join();
+    for (const KeyedRestore& kr : keyed) CAIRN_RETURN_IF_ERROR(kr.status);
+  }
+  for (SubtaskChain& st : subtasks)
+    for (ChainedOperator& c : st.ops)
+      if (FindOperatorType(spec.Find(c.ctx.operator_id)->type)->role != OperatorRole::kSource)
+        CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
 
   // Tasks and channels.
   JobControl control;
@@ -309,9 +340,12 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   for (const PlanEdge& e : plan.edges) {
     auto& from = chain_tasks[e.from_chain];
     auto& to = chain_tasks[e.to_chain];
+    const Schema schema = EmittedSchema(spec, plan.chains[e.from_chain].ops.back());
     auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {
-      channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(), b->parker()));
-      b->input_gate()->AddInput(GateInput{channels.back().get(), e.to_input});
+      channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(),
+                                                   b->parker(), /*unbounded=*/e.feedback));
+      channels.back()->set_schema(schema);
+      b->input_gate()->AddInput(GateInput{channels.back().get(), e.to_input, e.feedback});
       return channels.back().get();
     };
     if (!e.hash) {
@@ -336,6 +370,14 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   control.set_coordinator(coordinator.get());
 
   summary->restore_seconds = SecondsSince(start);
+  if (restore.active) {
+    size_t keys = 0;
+    for (Task* t : task_ptrs)
+      for (auto& c : t->chain())
+        if (c.keyed_state != nullptr) keys += c.keyed_state->size();
+    fprintf(stderr, "cairn: restored checkpoint %" PRIu64 " (%zu keys) in %.3f s; processing starts\n",
+            restore.checkpoint.metadata.id, keys, summary->restore_seconds);
+  }
   g_interrupted.store(0);
   struct sigaction sa {}, old_int {}, old_term {};
   sa.sa_handler = OnInterrupt;
@@ -354,14 +396,22 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     });
   coordinator->Start();
 
+  // "Sink records": what the sinks consumed; a job without sinks (a cycle) counts what its
+  // non-source tasks consumed instead.
+  bool has_sinks = false;
+  for (Task* t : task_ptrs) has_sinks |= !t->output_gate()->has_outputs();
+  summary->has_sinks = has_sinks;
   auto sum_records = [&](uint64_t* in, uint64_t* out) {
     *in = *out = 0;
     for (Task* t : task_ptrs) {
       if (t->is_source()) *in += t->records_in();
-      if (!t->output_gate()->has_outputs()) *out += t->records_out();
+      if (has_sinks && !t->output_gate()->has_outputs()) *out += t->records_out();
+      if (!has_sinks && !t->is_source()) *out += t->records_in();
     }
   };
-  auto next_report = run_start + std::chrono::seconds(1);
+  const auto interval = std::max(opt.progress_interval, std::chrono::milliseconds(1));
+  const double interval_s = std::chrono::duration<double>(interval).count();
+  auto next_report = run_start + interval;
   uint64_t last_out = 0;
   while (control.ended() < task_ptrs.size()) {
     uint32_t ticket = main_parker.Prepare();
@@ -383,10 +433,10 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
       if (opt.progress)
         fprintf(stderr, "cairn: %6.1fs  source records %12" PRIu64 "  sink records %12" PRIu64 "  (%.2fM/s)  checkpoints %" PRIu64
                         " (last %" PRId64 " ms)\n",
-                SecondsSince(run_start), in, out, static_cast<double>(out - last_out) / 1e6, cs.completed,
+                SecondsSince(run_start), in, out, static_cast<double>(out - last_out) / 1e6 / interval_s, cs.completed,
                 cs.last_duration_ms);
       last_out = out;
-      next_report += std::chrono::seconds(1);
+      next_report += interval;
       continue;
     }
     if (control.ended() >= task_ptrs.size()) {
@@ -425,7 +475,7 @@ std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
   snprintf(buf, sizeof buf, "  source records  %" PRIu64 " (%.0f records/s)\n", s.source_records,
            s.seconds > 0 ? static_cast<double>(s.source_records) / s.seconds : 0.0);
   out += buf;
-  snprintf(buf, sizeof buf, "  sink records    %" PRIu64 " (%.0f records/s)\n", s.sink_records,
+  snprintf(buf, sizeof buf, "  %s %" PRIu64 " (%.0f records/s)\n", s.has_sinks ? "sink records   " : "records in     ", s.sink_records,
            s.seconds > 0 ? static_cast<double>(s.sink_records) / s.seconds : 0.0);
   out += buf;
   std::vector<int64_t> d = s.checkpoints.durations_ms;

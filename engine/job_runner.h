@@ -9,6 +9,7 @@
 // starts. RunJob is not re-entrant per checkpoint.dir.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -22,15 +23,19 @@ namespace cairn {
 
 struct RunOptions {
   std::string restore;          // "" fresh start, "latest", or a checkpoint path
-  bool progress = true;         // live progress lines on stderr, once a second
+  bool progress = true;         // live progress lines on stderr, once per progress_interval
+  // How often progress lines are printed (rates in them are per second whatever the interval).
+  // Default: 1 s. REQUIRES: > 0.
+  std::chrono::milliseconds progress_interval{1000};
 };
 
 struct RunSummary {
   double seconds = 0;
-  double restore_seconds = 0;       // restore + deploy, before the first record
+  double restore_seconds = 0;       // restore + deploy, before the first record (also on stderr)
   CheckpointId restored_from = 0;   // 0: fresh start
   uint64_t source_records = 0;
-  uint64_t sink_records = 0;
+  uint64_t sink_records = 0;        // consumed by sinks; by all non-source tasks when none
+  bool has_sinks = true;
   CheckpointStats checkpoints;
   std::vector<std::pair<std::string, int64_t>> top_keys;  // of keyed operators, largest first
 };

@@ -27,6 +27,10 @@ std::string EncodeChannelState(const ChannelStateRecords& c) {
     const RecordBatch& b = c.records[i];
     if (b.empty()) continue;
     PutLengthPrefixed(&out, c.channel_names[i]);
+    const Schema& sc = c.schemas[i];
+    PutLengthPrefixed(&out, sc.key);
+    PutLengthPrefixed(&out, sc.a);
+    PutLengthPrefixed(&out, sc.b);
     PutFixed64(&out, b.size());
     for (size_t r = 0; r < b.size(); ++r) {
       PutLengthPrefixed(&out, b.key(r));
@@ -37,22 +41,24 @@ std::string EncodeChannelState(const ChannelStateRecords& c) {
   return out;
 }
 
-bool DecodeChannelState(std::string_view bytes, std::vector<std::pair<std::string, RecordBatch>>* out) {
+bool DecodeChannelState(std::string_view bytes, std::vector<RestoredChannel>* out) {
   Decoder d(bytes);
   uint64_t channels;
   if (!d.GetFixed64(&channels)) return false;
   std::string key;
   for (uint64_t c = 0; c < channels; ++c) {
-    std::string name;
+    RestoredChannel rc;
     uint64_t n;
-    if (!d.GetLengthPrefixed(&name) || !d.GetFixed64(&n)) return false;
-    RecordBatch b;
+    if (!d.GetLengthPrefixed(&rc.name) || !d.GetLengthPrefixed(&rc.schema.key) || !d.GetLengthPrefixed(&rc.schema.a) ||
+        !d.GetLengthPrefixed(&rc.schema.b) || !d.GetFixed64(&n))
+      return false;
+    RecordBatch& b = rc.records;
     for (uint64_t r = 0; r < n; ++r) {
       uint64_t a, bb;
       if (!d.GetLengthPrefixed(&key) || !d.GetFixed64(&a) || !d.GetFixed64(&bb)) return false;
       b.Add(key, static_cast<int64_t>(a), static_cast<int64_t>(bb));
     }
-    out->emplace_back(std::move(name), std::move(b));
+    out->push_back(std::move(rc));
   }
   return d.done();
 }

@@ -90,7 +90,7 @@ bool Task::HandleControl() {
     switch (c.kind) {
       case Control::Kind::kTrigger: {
         bool unaligned = c.barrier.mode == CheckpointMode::kUnaligned;
-        if (!TakeCheckpoint(c.barrier, 0, unaligned, false)) return false;
+        if (!TakeCheckpoint(c.barrier, 0, unaligned, false, false)) return false;
         CAIRN_CRASH_POINT("source.barrier_injected");
         break;
       }
@@ -123,13 +123,19 @@ bool Task::OnBlocked(Clock::time_point* deadline) {
   if (in_blocked_handler_) return true;
   in_blocked_handler_ = true;
   bool ok = true;
-  // A source takes unaligned triggers (their barriers overtake the full channel); anything
-  // else waits until the output moves, in order.
+  // Unaligned triggers (their barriers overtake the full channel) and completion notices are
+  // taken now; an aligned trigger and the end wait until the output moves (in order).
   Control c;
   while (ok && control_.try_dequeue(c)) {
-    if (c.kind == Control::Kind::kTrigger && c.barrier.mode == CheckpointMode::kUnaligned && deferred_.empty()) {
-      ok = TakeCheckpoint(c.barrier, 0, true, false);
+    if (!deferred_.empty()) {
+      deferred_.push_back(c);
+    } else if (c.kind == Control::Kind::kTrigger && c.barrier.mode == CheckpointMode::kUnaligned) {
+      ok = TakeCheckpoint(c.barrier, 0, true, false, false);
       if (ok) CAIRN_CRASH_POINT("source.barrier_injected");
+    } else if (c.kind == Control::Kind::kNotify) {
+      for (auto& op : chain_) op.op->NotifyCheckpointComplete(c.id);
+    } else if (c.kind == Control::Kind::kDump) {
+      PrintState();
     } else {
       deferred_.push_back(c);
     }
@@ -178,7 +184,8 @@ bool Task::FinishChain(size_t from) {
   return out_.Broadcast(StreamElement::EndOfInput());
 }
 
-bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched) {
+bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched,
+                          bool wait_for_channel_state) {
   auto start = Clock::now();
   // Forward the barrier first (everything before it is already emitted or has its place in the
   // output channels), then snapshot: no record is processed in between, so both describe the
@@ -190,7 +197,13 @@ bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned
     pe.barrier.mode = CheckpointMode::kUnaligned;
     out_.BroadcastPriority(pe);
   } else {
-    if (!out_.Broadcast(StreamElement::OfBarrier(b))) return false;
+    // While this barrier is being put on full channels, take no other snapshot from the
+    // blocked-output handler: checkpoints must be taken and persisted in order.
+    bool saved = in_blocked_handler_;
+    in_blocked_handler_ = true;
+    bool ok = out_.Broadcast(StreamElement::OfBarrier(b));
+    in_blocked_handler_ = saved;
+    if (!ok) return false;
     if (b.mode == CheckpointMode::kAligned && b.aligned_timeout_ms > 0) {
       PriorityEvent pe;
       pe.kind = PriorityEvent::Kind::kAnnouncement;
@@ -228,9 +241,7 @@ bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned
   }
   job->sync_ms = MillisSince(start);
   CAIRN_CRASH_POINT("task.sync_snapshot");
-  // An unaligned checkpoint of a task with inputs waits for its channel state.
-  bool ready = !(unaligned && !in_.empty());
-  waiting_[b.id] = WaitingJob{std::move(job), ready};
+  waiting_[b.id] = WaitingJob{std::move(job), !wait_for_channel_state};
   SubmitReadyJobs();
   return true;
 }
@@ -260,7 +271,7 @@ bool Task::HandleGateEvent(GateEvent& ev) {
       has_current_ = true;
       return true;
     case GateEvent::Kind::kCheckpoint:
-      return TakeCheckpoint(ev.barrier, ev.alignment_ms, ev.unaligned, ev.switched);
+      return TakeCheckpoint(ev.barrier, ev.alignment_ms, ev.unaligned, ev.switched, ev.channel_state_pending);
     case GateEvent::Kind::kChannelStateDone:
       OnChannelStateDone(std::move(ev.channel_state));
       return true;
@@ -301,10 +312,10 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
 }
 
 void Task::LoadRestoredChannels() {
-  for (auto& [name, records] : restored_channels_) {
+  for (RestoredChannel& rc : restored_channels_) {
     const auto& inputs = in_.inputs();
     for (size_t slot = 0; slot < inputs.size(); ++slot)
-      if (inputs[slot].channel->name() == name) in_.AddRestored(slot, std::move(records));
+      if (inputs[slot].channel->name() == rc.name) in_.AddRestored(slot, std::move(rc.records));
   }
   restored_channels_.clear();
 }

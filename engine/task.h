@@ -59,7 +59,7 @@ class Task : public BlockedHandler {
 
   // Records restored from a checkpoint's channel state, by channel name; they go through the
   // input gate ahead of any new data on their channel. Before Run.
-  void SetRestoredChannelState(std::vector<std::pair<std::string, RecordBatch>> state) {
+  void SetRestoredChannelState(std::vector<RestoredChannel> state) {
     restored_channels_ = std::move(state);
   }
   // The thread body.
@@ -93,7 +93,10 @@ class Task : public BlockedHandler {
   bool ProcessCurrent(bool* waiting, std::chrono::steady_clock::time_point* resume_at);
   bool HandleGateEvent(GateEvent& ev);
   // The per-subtask checkpointer: forward the barrier, snapshot the chain, queue the persist.
-  bool TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched);
+  // `unaligned`: forward on the priority lanes; `wait_for_channel_state`: persist only after
+  // the gate reported the checkpoint's channel state.
+  bool TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched,
+                      bool wait_for_channel_state);
   void OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs);
   void SubmitReadyJobs();
   void LoadRestoredChannels();
@@ -127,7 +130,7 @@ class Task : public BlockedHandler {
     bool ready = false;
   };
   std::map<CheckpointId, WaitingJob> waiting_;
-  std::vector<std::pair<std::string, RecordBatch>> restored_channels_;
+  std::vector<RestoredChannel> restored_channels_;
   std::atomic<bool> cancelled_{false};
   bool terminated_ = false;
   bool failed_ = false;

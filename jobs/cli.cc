@@ -14,6 +14,7 @@
 #include "engine/job_runner.h"
 #include "engine/storage_faults.h"
 #include "jobs/job_loader.h"
+#include "jobs/state_dump.h"
 #include "operators/generator_source.h"
 #include "operators/registry.h"
 #include "state/checkpoint_store.h"
@@ -24,8 +25,10 @@ namespace {
 constexpr const char* kUsage =
     "usage:\n"
     "  cairn run JOB.yaml [--restore latest|PATH] [--set KEY=VALUE]... [--quiet]\n"
+    "            [--progress-interval DURATION]   (progress lines on stderr; default 1s)\n"
     "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
     "  cairn checkpoints DIR [--json]\n"
+    "  cairn state dump CHECKPOINT [--operator ID] [--json]\n"
     "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
     "  cairn debug crash-points\n"
     "  cairn help\n"
@@ -62,6 +65,7 @@ struct JobArgs {
   std::vector<std::string> sets;
   std::string restore;
   bool quiet = false;
+  Millis progress_interval{1000};
 };
 
 // Parses JOB.yaml and the flags of `run` (allow_run_flags) or `validate`.
@@ -76,6 +80,10 @@ int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, Job
       if (!TakeValue(args, &i, "--restore", &v) || v.empty()) return UsageError("--restore needs 'latest' or a checkpoint path");
       if (!out->restore.empty()) return UsageError("--restore given twice");
       out->restore = v;
+    } else if (allow_run_flags && IsFlag(a, "--progress-interval")) {
+      if (!TakeValue(args, &i, "--progress-interval", &v) || !ParseDuration(v, &out->progress_interval) ||
+          out->progress_interval.count() <= 0)
+        return UsageError("--progress-interval needs a duration > 0 (e.g. 100ms, 1s)");
     } else if (allow_run_flags && a == "--quiet") {
       out->quiet = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -99,6 +107,7 @@ int CmdRun(const std::vector<std::string>& args) {
   RunOptions opt;
   opt.restore = ja.restore;
   opt.progress = !ja.quiet;
+  opt.progress_interval = ja.progress_interval;
   RunSummary summary;
   s = RunJob(spec, opt, &summary);
   if (!s.ok()) return Report(s);
@@ -134,23 +143,6 @@ std::string IsoTime(int64_t ms) {
   return out;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
-
 int CmdCheckpoints(const std::vector<std::string>& args) {
   std::string dir;
   bool json = false;
@@ -179,15 +171,16 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
       printf("{\"id\":%" PRIu64 ",\"path\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64 ",\"duration_ms\":%" PRId64
              ",\"state_bytes\":%" PRIu64 ",\"mode\":%s,\"alignment_ms\":%" PRId64 ",\"sync_ms\":%" PRId64
              ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 ",\"final\":%s}\n",
-             m.id, JsonString(c.path).c_str(), JsonString(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
-             m.duration_ms, m.state_bytes, JsonString(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
-             m.channel_state_bytes, m.sources_finished ? "true" : "false");
+             m.id, JsonQuote(c.path).c_str(), JsonQuote(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
+             m.duration_ms, m.state_bytes, JsonQuote(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
+             m.channel_state_bytes, m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
     } else {
       printf("id=%" PRIu64 " path=%s trigger_time=%s duration_ms=%" PRId64 " state_bytes=%" PRIu64
              " mode=%s alignment_ms=%" PRId64 " sync_ms=%" PRId64 " async_ms=%" PRId64 " channel_state_bytes=%" PRIu64
              "%s\n",
              m.id, c.path.c_str(), IsoTime(m.trigger_time_ms).c_str(), m.duration_ms, m.state_bytes, m.mode.c_str(),
-             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes, m.sources_finished ? " final" : "");
+             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes,
+             m.sources_finished && m.channel_state_bytes == 0 ? " final" : "");
     }
   }
   if (all.empty()) fprintf(stderr, "cairn: no completed checkpoints in %s\n", dir.c_str());
@@ -253,6 +246,30 @@ int CmdGenerate(const std::vector<std::string>& args) {
   return 0;
 }
 
+int CmdState(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "dump") return UsageError("state takes: dump CHECKPOINT [--operator ID] [--json]");
+  std::string path, op;
+  bool json = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--json") {
+      json = true;
+    } else if (IsFlag(a, "--operator")) {
+      if (!TakeValue(args, &i, "--operator", &op) || op.empty()) return UsageError("--operator needs an operator id");
+    } else if (a.size() > 1 && a[0] == '-') {
+      return UsageError("unknown flag '" + a + "'");
+    } else if (path.empty()) {
+      path = a;
+    } else {
+      return UsageError("unexpected argument '" + a + "'");
+    }
+  }
+  if (path.empty()) return UsageError("state dump needs a CHECKPOINT (a chk-<id> directory or its _metadata)");
+  Status s = DumpCheckpointState(path, op, json, stdout);
+  if (!s.ok()) return Report(s);
+  return 0;
+}
+
 int CmdDebug(const std::vector<std::string>& args) {
   if (args.size() == 1 && args[0] == "crash-points") {
     for (int i = 0; i < kNumCrashPoints; ++i) printf("%-26s %s\n", kCrashPoints[i].name, kCrashPoints[i].where);
@@ -277,6 +294,7 @@ int CairnMain(int argc, char** argv) {
   if (cmd == "checkpoints") return CmdCheckpoints(args);
   if (cmd == "generate") return CmdGenerate(args);
   if (cmd == "debug") return CmdDebug(args);
+  if (cmd == "state") return CmdState(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     fputs(kUsage, stdout);
     return 0;

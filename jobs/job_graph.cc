@@ -57,7 +57,6 @@ Status CheckOperatorEdges(const OperatorConfig& op, const OperatorPlaces& at,
   for (size_t k = 0; k < op.inputs.size(); ++k) {
     const std::string& in = op.inputs[k];
     const std::string& place = at.input[k];
-    if (in == op.id) return ErrorAt(place, what + " lists itself as an input");
     if (!seen.insert(in).second) return ErrorAt(place, what + " lists input '" + in + "' more than once");
     auto it = by_id.find(in);
     if (it == by_id.end()) return ErrorAt(place, what + " has input '" + in + "', which is not an operator id in this job");
@@ -91,14 +90,31 @@ Status CheckJobGraph(const JobSpec& spec, const std::vector<OperatorPlaces>& pla
   if (!any_source)
     return ErrorAt(operators_place, "the job has no source operator (source types: " + SourceTypeNames() + ")");
 
-  std::vector<std::string> cycle = FindCycle(spec.operators);
-  if (!cycle.empty()) {
-    std::string path;
-    for (const auto& id : cycle) path += (path.empty() ? "" : " -> ") + id;
-    size_t i = 0;
-    while (spec.operators[i].id != cycle[0]) ++i;
-    return ErrorAt(places[i].op, "cycle: " + path);
+  // Cycles are allowed (their closing edges become feedback edges), but every operator must be
+  // fed, directly or through others, by a source.
+  std::map<std::string, std::vector<size_t>> consumers;
+  for (size_t i = 0; i < spec.operators.size(); ++i)
+    for (const auto& in : spec.operators[i].inputs) consumers[in].push_back(i);
+  std::vector<bool> reached(spec.operators.size(), false);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < spec.operators.size(); ++i)
+    if (FindOperatorType(spec.operators[i].type)->role == OperatorRole::kSource) {
+      reached[i] = true;
+      todo.push_back(i);
+    }
+  while (!todo.empty()) {
+    size_t v = todo.back();
+    todo.pop_back();
+    for (size_t w : consumers[spec.operators[v].id])
+      if (!reached[w]) {
+        reached[w] = true;
+        todo.push_back(w);
+      }
   }
+  for (size_t i = 0; i < spec.operators.size(); ++i)
+    if (!reached[i])
+      return ErrorAt(places[i].op, "operator '" + spec.operators[i].id +
+                                       "' is not reachable from any source (its inputs only lead back to itself)");
   return Status::OK();
 }
 

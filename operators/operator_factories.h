@@ -15,5 +15,7 @@ std::unique_ptr<Operator> NewCount(const OperatorConfig& c);
 std::unique_ptr<Operator> NewFileSink(const OperatorConfig& c);
 std::unique_ptr<Operator> NewDiscardSink(const OperatorConfig& c);
 std::unique_ptr<Operator> NewThrottle(const OperatorConfig& c);
+std::unique_ptr<Operator> NewBankRequests(const OperatorConfig& c);
+std::unique_ptr<Operator> NewBankAccounts(const OperatorConfig& c);
 
 }  // namespace cairn

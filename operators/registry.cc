@@ -69,6 +69,28 @@ static std::vector<OperatorType> BuildTable() {
       "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
       "`.`) that become visible only when the checkpoint covering them completes.",
       NewFileSink});
+  t.push_back(OperatorType{
+      "bank_requests", OperatorRole::kSource, false, Schema{"account", "amount", "to"},
+      {
+          {"count", ParamType::kInt, "100000", false, 0, "transfer requests to generate (over all subtasks)"},
+          {"seed", ParamType::kInt, "42", false, 0, "random seed; equal seeds give equal requests"},
+          {"accounts", ParamType::kInt, "1000", false, 1, "account ids are 0 .. accounts-1 (match bank_accounts)"},
+          {"max_amount", ParamType::kInt, "100", false, 1, "amounts are 1 .. max_amount"},
+          {"rate", ParamType::kInt, "0", false, 0, "requests per second per subtask; 0 = unlimited"},
+      },
+      "Generates seeded transfer requests (account, amount, to): move `amount` from `account` to "
+      "`to`. Request n depends only on the seed and n.",
+      NewBankRequests});
+  t.push_back(OperatorType{
+      "bank_accounts", OperatorRole::kTransform, true, Schema{"account", "amount", ""},
+      {
+          {"accounts", ParamType::kInt, "1000", false, 1, "number of accounts, ids 0 .. accounts-1"},
+          {"initial_balance", ParamType::kInt, "1000", false, 0, "balance of every account at a fresh start"},
+      },
+      "Keyed by account: keeps each balance as keyed state. A request debits its account by at most "
+      "the balance and emits a credit (account = destination, amount); a credit (an input record "
+      "from this operator) adds to the balance. Feed its output back into itself (a cycle).",
+      NewBankAccounts});
   t.push_back(OperatorType{"discard_sink", OperatorRole::kSink, false, Schema{}, {},
                            "Counts and drops its input (for benchmarks).", NewDiscardSink});
   return t;

@@ -121,9 +121,18 @@ void KeyedInt64State::MarkDirty(size_t slot) {
   }
 }
 
-int64_t KeyedInt64State::Add(std::string_view key, int64_t delta) {
+int64_t KeyedInt64State::Add(std::string_view key, int64_t delta) { return AddHashed(key, KeyHash(key), delta); }
+
+void KeyedInt64State::PrefetchSlot(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
+
+void KeyedInt64State::PrefetchKey(uint64_t hash) const {
+  const Slot& s = slots_[hash & mask_];
+  if (s.used) __builtin_prefetch(s.key);
+}
+
+int64_t KeyedInt64State::AddHashed(std::string_view key, uint64_t hash, int64_t delta) {
   bool inserted;
-  size_t i = FindOrInsert(key, KeyHash(key), &inserted);
+  size_t i = FindOrInsert(key, hash, &inserted);
   Slot& s = slots_[i];
   s.value += delta;
   if (inserted || delta != 0) MarkDirty(i);

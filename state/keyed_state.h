@@ -42,6 +42,12 @@ class KeyedInt64State {
 
   // Adds `delta` to the value of `key` (absent counts as 0) and returns the new value.
   int64_t Add(std::string_view key, int64_t delta);
+  // The same with the key's hash (KeyHash) computed by the caller, for batched updates.
+  int64_t AddHashed(std::string_view key, uint64_t hash, int64_t delta);
+  // Memory-level parallelism for batched updates: start loading the home slot of `hash`, and
+  // (once that slot is likely loaded) the key bytes it points to. Hints only.
+  void PrefetchSlot(uint64_t hash) const;
+  void PrefetchKey(uint64_t hash) const;
   // True and *value set when `key` is present.
   bool Get(std::string_view key, int64_t* value) const;
   void Put(std::string_view key, int64_t value);

@@ -1,5 +1,6 @@
 // RocksDbStateStore: persists keyed-state deltas into a per-subtask RocksDB and takes RocksDB
 // checkpoints of it; restores from one snapshot by hard links, or from several by rewriting.
+#include <algorithm>
 #include "state/rocksdb_state_store.h"
 
 #include <rocksdb/db.h>
@@ -195,10 +196,21 @@ Status RocksDbStateStore::Create(const std::string& work_dir, std::unique_ptr<Ro
 Status RocksDbStateStore::PersistAndCheckpoint(const StateDelta& delta, const std::string& checkpoint_dir,
                                                uint64_t* bytes) {
   CAIRN_RETURN_IF_ERROR(CheckAbsent(checkpoint_dir));
+  // In key order: RocksDB inserts sorted keys into its memtable about 3x cheaper than random
+  // ones (bench: BM_PersistDeltaSorted). Stable, so a later entry for a key still wins.
+  std::vector<uint32_t> order(delta.entries.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    const StateDelta::Entry& a = delta.entries[x];
+    const StateDelta::Entry& b = delta.entries[y];
+    if (a.key_group != b.key_group) return a.key_group < b.key_group;
+    return delta.key(a) < delta.key(b);
+  });
   rocksdb::WriteBatch batch;
   std::string key;
   char value[kValueSize];
-  for (const StateDelta::Entry& e : delta.entries) {
+  for (uint32_t i : order) {
+    const StateDelta::Entry& e = delta.entries[i];
     key = EncodeKey(e.key_group, delta.key(e));
     EncodeValue(e.value, value);
     rocksdb::Status s = batch.Put(key, rocksdb::Slice(value, kValueSize));

@@ -85,7 +85,7 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:5:5: operator of type tokenize is missing required key 'id'"}},
       {"MissingType", Edit("    type: tokenize\n", ""), {},
        {"t.yaml:5:5: operator 'tok' is missing required key 'type' (known types: file_source, generator, "
-        "tokenize, count, throttle, file_sink, discard_sink)"}},
+        "tokenize, count, throttle, file_sink, bank_requests, bank_accounts, discard_sink)"}},
       {"MissingRequiredParam", Edit("type: discard_sink", "type: file_sink"), {},
        {"t.yaml:12:5: operator 'out' (type file_sink) is missing required parameter 'path' (string: output directory)"}},
       {"EmptyRequiredParam", Edit("type: discard_sink", "type: file_sink\n    path: ''"), {},
@@ -124,7 +124,7 @@ const std::vector<ErrorCase>& ErrorCases() {
       // Operators: type and id.
       {"UnknownType", Edit("type: tokenize", "type: tokenise"), {},
        {"t.yaml:6:11: operator 'tok' has unknown type 'tokenise' (known types: file_source, generator, tokenize, "
-        "count, throttle, file_sink, discard_sink)"}},
+        "count, throttle, file_sink, bank_requests, bank_accounts, discard_sink)"}},
       {"BadId", Edit("id: tok", "id: to.k"), {}, {"t.yaml:5:9: an operator id must be made of letters, digits"}},
       {"DuplicateId", Edit("id: out", "id: src"), {},
        {"t.yaml:12:9: duplicate operator id 'src' (first defined at t.yaml:3:9)"}},
@@ -132,7 +132,8 @@ const std::vector<ErrorCase>& ErrorCases() {
       // Inputs.
       {"UnknownInput", Edit("inputs: [tok]", "inputs: [tok, tokk]"), {},
        {"t.yaml:11:19: operator 'cnt' has input 'tokk', which is not an operator id in this job"}},
-      {"SelfInput", Edit("inputs: [tok]", "inputs: [cnt]"), {}, {"t.yaml:11:14: operator 'cnt' lists itself as an input"}},
+      {"SelfInputOnly", Edit("inputs: [tok]", "inputs: [cnt]"), {},
+       {"operator 'cnt' is not reachable from any source"}},
       {"DuplicateInput", Edit("inputs: [src]", "inputs: [src, src]"), {},
        {"t.yaml:7:19: operator 'tok' lists input 'src' more than once"}},
       {"SourceWithInputs", Edit("type: generator", "type: generator\n    inputs: [tok]"), {},
@@ -145,12 +146,12 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:7:14: operator 'tok' has input 'out', which is a sink (type discard_sink) and emits nothing"}},
       {"NoSource",
        "job: wc\noperators:\n  - {id: a, type: tokenize, inputs: b}\n  - {id: b, type: tokenize, inputs: a}\n", {},
-       {"t.yaml:3:3: the job has no source operator (source types: file_source, generator)"}},
-      {"Cycle",
-       "job: wc\noperators:\n  - {id: s, type: generator}\n  - {id: a, type: tokenize, inputs: [s, c]}\n"
-       "  - {id: b, type: tokenize, inputs: a}\n  - {id: c, type: tokenize, inputs: b}\n",
+       {"t.yaml:3:3: the job has no source operator (source types: file_source, generator, bank_requests)"}},
+      {"UnreachableCycle",
+       "job: wc\noperators:\n  - {id: s, type: generator}\n  - {id: a, type: tokenize, inputs: [s]}\n"
+       "  - {id: b, type: tokenize, inputs: c}\n  - {id: c, type: tokenize, inputs: b}\n",
        {},
-       {"t.yaml:4:5: cycle: a -> b -> c -> a"}},
+       {"t.yaml:5:5: operator 'b' is not reachable from any source"}},
 
       // Parallelism.
       {"ParallelismZero", Edit("type: tokenize", "type: tokenize\n    parallelism: 0"), {},

@@ -49,6 +49,11 @@ static void SetChildEnv(const std::vector<std::string>& env) {
 }
 
 RunResult RunCairn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  return RunCairnAsUser(0, 0, args, env);
+}
+
+RunResult RunCairnAsUser(unsigned uid, unsigned gid, const std::vector<std::string>& args,
+                         const std::vector<std::string>& env) {
   int out_pipe[2], err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
@@ -60,6 +65,7 @@ RunResult RunCairn(const std::vector<std::string>& args, const std::vector<std::
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
     SetChildEnv(env);
+    if (uid != 0 && (setgid(gid) != 0 || setuid(uid) != 0)) _exit(126);
     std::vector<char*> argv;
     std::string bin = CairnBinary();
     argv.push_back(bin.data());

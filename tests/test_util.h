@@ -32,6 +32,10 @@ struct RunResult {
 // Runs `cairn args...` to completion, capturing stdout and stderr. `env` entries
 // ("NAME=VALUE") are added to the child's environment (e.g. CAIRN_CRASH_AT=...).
 RunResult RunCairn(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+// The same as another user (the test must run as root): for checks that permission bits
+// stop a read, which they never do for root.
+RunResult RunCairnAsUser(unsigned uid, unsigned gid, const std::vector<std::string>& args,
+                         const std::vector<std::string>& env = {});
 
 // Writes `text` to `path`.
 void WriteText(const std::string& path, const std::string& text);

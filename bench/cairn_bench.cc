@@ -1,0 +1,662 @@
+// cairn-bench: the macro-benchmarks of issue #5. It measures the word count job run by the real
+// `cairn` binary (one child process per run, so peak memory is per run and a crash is a failed
+// run, not a failed harness) against a hand-written single-threaded baseline doing the same
+// job, on a seeded Zipf corpus; with checkpoints off, every 1 s and every 100 ms; with a sink
+// that writes the changelog and one that discards it; checkpoint durations under
+// backpressure; and recovery of 1M keys. Every configuration runs --reps times, interleaved
+// (one run of each per repetition, in an order rotated every repetition), and is reported as
+// median [min-max]. Every run's result is checked against the baseline's (word total, top
+// words, changelog bytes): a benchmark that computes the wrong answer fails.
+//
+// Usage: see kUsage, or docs/benchmarks.md.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/baseline_wordcount.h"
+#include "bench/bench_results.h"
+#include "bench/corpus.h"
+#include "bench/process_runner.h"
+#include "bench/throughput_plot.h"
+#include "engine/file_util.h"
+
+#ifndef CAIRN_SOURCE_DIR
+#define CAIRN_SOURCE_DIR "."
+#endif
+
+namespace cairn {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: cairn-bench [--quick] [--reps N] [--words N] [--seed N] [--keys N] [--json FILE] [--svg FILE]\n"
+    "                   [--data-dir DIR] [--cairn PATH] [--source-dir DIR] [--progress-interval DURATION]\n"
+    "                   [--only NAME,NAME...] [--list] [--no-unaligned]\n"
+    "       cairn-bench baseline INPUT (OUTPUT | --count-only)\n"
+    "  --quick               a smoke test in under a minute: 1.7M words (~10 MB), 1 run per configuration\n"
+    "  --reps N              runs per configuration (default 5; --quick: 1)\n"
+    "  --words N             corpus size in words (default 17000000, ~102 MB; --quick: 1700000)\n"
+    "  --seed N              corpus seed (default 42)\n"
+    "  --keys N              keys of state for the recovery benchmark (default 1000000)\n"
+    "  --json FILE           also write every measurement as JSON\n"
+    "  --svg FILE            throughput-over-time plot (default BUILD/bench-throughput.svg)\n"
+    "  --data-dir DIR        generated inputs (kept and reused) and scratch output (default BUILD/bench-data)\n"
+    "  --cairn PATH          the engine binary (default: cairn next to cairn-bench)\n"
+    "  --source-dir DIR      where jobs/*.yaml are (default: the source tree this was built from)\n"
+    "  --progress-interval D engine progress lines, for the plot (default 100ms)\n"
+    "  --only NAMES          run only these configurations (see --list)\n"
+    "  --no-unaligned        skip the backpressure run with checkpoint.mode=unaligned (run by default)\n"
+    "  baseline ...          run the single-threaded baseline once and print its result (used by the harness)\n";
+
+struct Flags {
+  bool quick = false;
+  int reps = -1;
+  int64_t words = -1;
+  int64_t seed = 42;
+  int64_t keys = 1000000;
+  std::string json, svg, data_dir, cairn, source_dir;
+  std::string progress_interval = "100ms";
+  std::vector<std::string> only;
+  bool list = false;
+  bool unaligned = true;
+};
+
+int UsageError(const std::string& msg) {
+  fprintf(stderr, "cairn-bench: %s\n%s", msg.c_str(), kUsage);
+  return 2;
+}
+
+std::string Dirname(const std::string& p) {
+  size_t s = p.rfind('/');
+  return s == std::string::npos ? "." : p.substr(0, s);
+}
+
+std::string SelfPath() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "cairn-bench";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep))
+    if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+bool ParseFlags(int argc, char** argv, Flags* f, int* rc) {
+  std::vector<std::string> a(argv + 1, argv + argc);
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto value = [&](std::string* v) {
+      if (i + 1 >= a.size()) return false;
+      *v = a[++i];
+      return true;
+    };
+    auto int_value = [&](int64_t min, int64_t* v) {
+      std::string s;
+      if (!value(&s)) return false;
+      char* end = nullptr;
+      long long x = strtoll(s.c_str(), &end, 10);
+      if (s.empty() || *end != '\0' || x < min) return false;
+      *v = x;
+      return true;
+    };
+    std::string v;
+    int64_t n;
+    if (a[i] == "--quick") {
+      f->quick = true;
+    } else if (a[i] == "--list") {
+      f->list = true;
+    } else if (a[i] == "--no-unaligned") {
+      f->unaligned = false;
+    } else if (a[i] == "--reps") {
+      if (!int_value(1, &n)) return *rc = UsageError("--reps needs an integer >= 1"), false;
+      f->reps = static_cast<int>(n);
+    } else if (a[i] == "--words") {
+      if (!int_value(1000, &f->words)) return *rc = UsageError("--words needs an integer >= 1000"), false;
+    } else if (a[i] == "--seed") {
+      if (!int_value(0, &f->seed)) return *rc = UsageError("--seed needs an integer >= 0"), false;
+    } else if (a[i] == "--keys") {
+      if (!int_value(1, &f->keys)) return *rc = UsageError("--keys needs an integer >= 1"), false;
+    } else if (a[i] == "--json") {
+      if (!value(&f->json)) return *rc = UsageError("--json needs a file"), false;
+    } else if (a[i] == "--svg") {
+      if (!value(&f->svg)) return *rc = UsageError("--svg needs a file"), false;
+    } else if (a[i] == "--data-dir") {
+      if (!value(&f->data_dir)) return *rc = UsageError("--data-dir needs a directory"), false;
+    } else if (a[i] == "--cairn") {
+      if (!value(&f->cairn)) return *rc = UsageError("--cairn needs a path"), false;
+    } else if (a[i] == "--source-dir") {
+      if (!value(&f->source_dir)) return *rc = UsageError("--source-dir needs a directory"), false;
+    } else if (a[i] == "--progress-interval") {
+      if (!value(&f->progress_interval)) return *rc = UsageError("--progress-interval needs a duration"), false;
+    } else if (a[i] == "--only") {
+      if (!value(&v)) return *rc = UsageError("--only needs configuration names"), false;
+      f->only = Split(v, ',');
+    } else if (a[i] == "-h" || a[i] == "--help") {
+      fputs(kUsage, stdout);
+      return *rc = 0, false;
+    } else {
+      return *rc = UsageError("unknown argument '" + a[i] + "'"), false;
+    }
+  }
+  if (f->reps < 0) f->reps = f->quick ? 1 : 5;
+  if (f->words < 0) f->words = f->quick ? 1700000 : 17000000;
+  const std::string build = Dirname(SelfPath());
+  if (f->data_dir.empty()) f->data_dir = build + "/bench-data";
+  if (f->svg.empty()) f->svg = build + "/bench-throughput.svg";
+  if (f->cairn.empty()) f->cairn = build + "/cairn";
+  if (f->source_dir.empty()) f->source_dir = CAIRN_SOURCE_DIR;
+  return true;
+}
+
+// --- The baseline, as a child process mode -------------------------------------------------
+
+int BaselineMain(const std::vector<std::string>& args) {
+  if (args.size() != 2) return UsageError("baseline needs INPUT and OUTPUT (or --count-only)");
+  const bool count_only = args[1] == "--count-only";
+  BaselineResult r;
+  Status s = RunBaselineWordCount(args[0], count_only ? "" : args[1], count_only, &r);
+  if (!s.ok()) {
+    fprintf(stderr, "cairn-bench: %s\n", s.message().c_str());
+    return 1;
+  }
+  printf("words %" PRIu64 " distinct %" PRIu64 " output_bytes %" PRIu64 " seconds %.6f\n", r.words, r.distinct,
+         r.output_bytes, r.seconds);
+  printf("top");
+  for (const auto& [w, c] : r.top) printf(" %s %" PRId64, w.c_str(), c);
+  printf("\n");
+  return 0;
+}
+
+// --- Reading what the children print -----------------------------------------------------
+
+std::vector<std::pair<std::string, int64_t>> ParseTop(const std::string& text) {
+  std::vector<std::pair<std::string, int64_t>> top;
+  std::istringstream in(text);
+  std::string w;
+  int64_t c;
+  while (in >> w >> c) top.emplace_back(w, c);
+  return top;
+}
+
+// The line of `text` that starts (after spaces) with `prefix`, without the prefix; "" if none.
+std::string LineAfter(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t p = line.find_first_not_of(' ');
+    if (p != std::string::npos && line.compare(p, prefix.size(), prefix) == 0) return line.substr(p + prefix.size());
+  }
+  return "";
+}
+
+int64_t JsonInt(const std::string& line, const std::string& key) {
+  size_t p = line.find("\"" + key + "\":");
+  if (p == std::string::npos) return 0;
+  return strtoll(line.c_str() + p + key.size() + 3, nullptr, 10);
+}
+
+Status ReadCheckpoints(const std::string& cairn, const std::string& dir, std::vector<CheckpointRecord>* out) {
+  ChildResult r;
+  CAIRN_RETURN_IF_ERROR(RunChild({cairn, "checkpoints", dir, "--json"}, &r));
+  if (!r.ok()) return Status::Internal("cairn checkpoints " + dir + " failed: " + r.Describe());
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] != '{') continue;
+    CheckpointRecord c;
+    c.id = static_cast<uint64_t>(JsonInt(line, "id"));
+    c.trigger_time_ms = JsonInt(line, "trigger_time_ms");
+    c.duration_ms = JsonInt(line, "duration_ms");
+    c.alignment_ms = JsonInt(line, "alignment_ms");
+    c.sync_ms = JsonInt(line, "sync_ms");
+    c.async_ms = JsonInt(line, "async_ms");
+    c.state_bytes = static_cast<uint64_t>(JsonInt(line, "state_bytes"));
+    c.final = line.find("\"final\":true") != std::string::npos;
+    out->push_back(c);
+  }
+  return Status::OK();
+}
+
+void ParseEngineOutput(const ChildResult& c, RunRecord* run) {
+  const std::string done = LineAfter(c.out, "job ");
+  size_t p = done.find(" completed in ");
+  if (p != std::string::npos) run->engine_seconds = strtod(done.c_str() + p + 14, nullptr);
+  run->words = strtoull(LineAfter(c.out, "sink records").c_str(), nullptr, 10);
+  run->top = ParseTop(LineAfter(c.out, "top words"));
+  for (const TimedLine& l : c.err_lines) {
+    double t;
+    unsigned long long in, out;
+    if (sscanf(l.text.c_str(), "cairn: %lfs source records %llu sink records %llu", &t, &in, &out) == 3) {
+      run->progress.push_back(ProgressPoint{l.seconds, out});
+      continue;
+    }
+    unsigned long long id, keys;
+    double secs;
+    if (sscanf(l.text.c_str(), "cairn: restored checkpoint %llu (%llu keys) in %lf s", &id, &keys, &secs) == 3) {
+      run->restore_seconds = secs;
+      run->restored_keys = keys;
+    }
+  }
+}
+
+double LoadAverage() {
+  std::ifstream f("/proc/loadavg");
+  double l = 0;
+  f >> l;
+  return l;
+}
+
+MachineInfo ReadMachine() {
+  MachineInfo m;
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.compare(0, 10, "model name") == 0) {
+      size_t p = line.find(':');
+      if (p != std::string::npos) m.cpu = line.substr(line.find_first_not_of(' ', p + 1));
+      break;
+    }
+  }
+  m.cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  m.mem_bytes = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  utsname u{};
+  if (uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  m.compiler = __VERSION__;
+  return m;
+}
+
+// Bytes of the committed part files in a file_sink directory; an in-progress file left after
+// the job ended is an error (every file is committed by the final checkpoint).
+Status SinkOutputBytes(const std::string& dir, uint64_t* bytes) {
+  std::vector<std::string> names;
+  CAIRN_RETURN_IF_ERROR(ListDir(dir, &names));
+  *bytes = 0;
+  for (const std::string& n : names) {
+    if (n.compare(0, 5, "part-") == 0) {
+      *bytes += DiskUsage(dir + "/" + n);
+    } else if (n[0] == '.') {
+      return Status::Internal("sink file " + dir + "/" + n + " was never committed");
+    }
+  }
+  return Status::OK();
+}
+
+void ReadWholeFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> buf(1 << 20);
+  while (f.read(buf.data(), static_cast<std::streamsize>(buf.size())) || f.gcount() > 0) {
+  }
+}
+
+// --- Configurations ----------------------------------------------------------------------
+
+struct Bench {
+  Flags flags;
+  std::string self, corpus, keys_file, job, discard_job, scratch, recovery_dir;
+  BenchResults results;
+  uint64_t expected_changelog_bytes = 0;  // from the first baseline changelog run
+  std::vector<std::pair<std::string, int64_t>> expected_top;
+
+  std::vector<std::string> EngineArgs(const std::string& job_file, const std::string& dir,
+                                      const std::string& interval) const {
+    std::vector<std::string> a = {flags.cairn,
+                                  "run",
+                                  job_file,
+                                  "--progress-interval",
+                                  flags.progress_interval,
+                                  "--set",
+                                  "operators.source.path=" + corpus,
+                                  "--set",
+                                  "checkpoint.dir=" + dir + "/checkpoints",
+                                  "--set",
+                                  "checkpoint.interval=" + interval,
+                                  "--set",
+                                  "checkpoint.retain=1000"};
+    if (job_file == job) {
+      a.push_back("--set");
+      a.push_back("operators.sink.path=" + dir + "/out");
+    }
+    return a;
+  }
+
+  void RunBaseline(bool count_only, RunRecord* run) {
+    const std::string out = scratch + "/baseline-changelog.txt";
+    ChildResult c;
+    Status s = RunChild({self, "baseline", corpus, count_only ? "--count-only" : out}, &c);
+    RemoveAll(out);
+    Fill(c, s, run);
+    if (!run->ok) return;
+    std::string first = LineAfter(c.out, "words ");
+    run->words = strtoull(first.c_str(), nullptr, 10);
+    size_t p = first.find("output_bytes ");
+    if (p != std::string::npos) run->output_bytes = strtoull(first.c_str() + p + 13, nullptr, 10);
+    run->top = ParseTop(LineAfter(c.out, "top"));
+    if (!count_only && expected_changelog_bytes == 0) expected_changelog_bytes = run->output_bytes;
+  }
+
+  void RunEngine(const std::string& job_file, const std::string& interval, const std::vector<std::string>& extra,
+                 RunRecord* run) {
+    const std::string dir = scratch + "/engine";
+    RemoveAll(dir);
+    std::vector<std::string> argv = EngineArgs(job_file, dir, interval);
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ChildResult c;
+    Status s = RunChild(argv, &c);
+    Fill(c, s, run);
+    if (run->ok) {
+      ParseEngineOutput(c, run);
+      Status cs = ReadCheckpoints(flags.cairn, dir + "/checkpoints", &run->checkpoints);
+      if (cs.ok() && job_file == job) cs = SinkOutputBytes(dir + "/out", &run->output_bytes);
+      if (!cs.ok()) {
+        run->ok = false;
+        run->error = cs.message();
+      }
+    }
+    RemoveAll(dir);
+  }
+
+  // Builds (once) the checkpoint holding flags.keys keys that the recovery runs restore.
+  Status BuildRecoveryState() {
+    RemoveAll(recovery_dir);
+    std::vector<std::string> argv = {flags.cairn, "run", discard_job, "--quiet",
+                                     "--set", "operators.source.path=" + keys_file,
+                                     "--set", "checkpoint.dir=" + recovery_dir,
+                                     "--set", "checkpoint.interval=0",
+                                     "--set", "checkpoint.retain=1000"};
+    ChildResult c;
+    CAIRN_RETURN_IF_ERROR(RunChild(argv, &c));
+    if (!c.ok()) return Status::Internal("building the recovery state failed: " + c.Describe());
+    results.state_build_seconds = c.wall_seconds;
+    std::vector<CheckpointRecord> cps;
+    CAIRN_RETURN_IF_ERROR(ReadCheckpoints(flags.cairn, recovery_dir, &cps));
+    if (cps.size() != 1 || !cps[0].final) return Status::Internal("expected one final checkpoint in " + recovery_dir);
+    results.state_checkpoint = cps[0];
+    return Status::OK();
+  }
+
+  void RunRecovery(RunRecord* run) {
+    std::vector<std::string> argv = {flags.cairn, "run", discard_job,
+                                     "--restore", recovery_dir + "/chk-" + std::to_string(results.state_checkpoint.id),
+                                     "--progress-interval", flags.progress_interval,
+                                     "--set", "operators.source.path=" + keys_file,
+                                     "--set", "checkpoint.dir=" + recovery_dir,
+                                     "--set", "checkpoint.interval=0",
+                                     "--set", "checkpoint.retain=1000"};
+    ChildResult c;
+    Status s = RunChild(argv, &c);
+    Fill(c, s, run);
+    if (run->ok) ParseEngineOutput(c, run);
+    // Keep only the restored checkpoint, so that every repetition starts from the same directory.
+    std::vector<std::string> names;
+    if (ListDir(recovery_dir, &names).ok())
+      for (const std::string& n : names)
+        if (n.compare(0, 4, "chk-") == 0 && n != "chk-" + std::to_string(results.state_checkpoint.id))
+          RemoveAll(recovery_dir + "/" + n);
+    if (run->ok && run->restored_keys != static_cast<uint64_t>(flags.keys)) {
+      run->ok = false;
+      run->error = "restored " + std::to_string(run->restored_keys) + " keys, expected " + std::to_string(flags.keys);
+    }
+  }
+
+  static void Fill(const ChildResult& c, const Status& s, RunRecord* run) {
+    run->wall_seconds = c.wall_seconds;
+    run->max_rss_kb = c.max_rss_kb;
+    run->user_seconds = c.user_seconds;
+    run->sys_seconds = c.sys_seconds;
+    run->start_wall_ms = c.start_wall_ms;
+    run->ok = s.ok() && c.ok();
+    if (!s.ok()) run->error = s.message();
+    else if (!c.ok()) run->error = c.Describe();
+  }
+};
+
+struct Config {
+  ConfigInfo info;
+  std::function<void(Bench*, RunRecord*)> run;
+};
+
+std::vector<Config> AllConfigs(bool unaligned) {
+  std::vector<Config> v;
+  using K = ConfigInfo::Kind;
+  v.push_back({{"baseline-changelog", "baseline, 1 thread, changelog", K::kBaseline, "", "", 0},
+               [](Bench* b, RunRecord* r) { b->RunBaseline(false, r); }});
+  v.push_back({{"baseline-count", "baseline, 1 thread, count only", K::kBaseline, "", "", 0},
+               [](Bench* b, RunRecord* r) { b->RunBaseline(true, r); }});
+  struct Engine {
+    const char* sink;
+    const char* interval;
+    const char* label;
+    double target;
+  };
+  for (const char* sink : {"changelog", "discard"}) {
+    for (Engine e : {Engine{sink, "0", "no checkpoints", 0}, Engine{sink, "1s", "checkpoint 1 s", 0.03},
+                     Engine{sink, "100ms", "checkpoint 100 ms", 0.10}}) {
+      std::string name = std::string("engine-") + sink + "-" + (std::string(e.interval) == "0" ? "off" : e.interval);
+      std::string off = std::string(e.interval) == "0" ? "" : std::string("engine-") + sink + "-off";
+      std::string sink_s = sink, interval = e.interval;
+      v.push_back({{name, std::string("engine, 2 threads, ") + sink + ", " + e.label, K::kEngine, interval, off,
+                    e.target},
+                   [sink_s, interval](Bench* b, RunRecord* r) {
+                     b->RunEngine(sink_s == "changelog" ? b->job : b->discard_job, interval, {}, r);
+                   }});
+    }
+  }
+  // Backpressure: count and sink at parallelism 1 behind two source subtasks, so the count
+  // chain is the bottleneck and the channels in front of it stay full.
+  for (std::string mode : {"aligned", "unaligned"}) {
+    if (mode == "unaligned" && !unaligned) continue;
+    v.push_back({{"backpressure-" + mode + "-100ms", "backpressure, " + mode + ", count 1 subtask, 100 ms",
+                  K::kBackpressure, "100ms", "", 0},
+                 [mode](Bench* b, RunRecord* r) {
+                   b->RunEngine(b->job, "100ms",
+                                {"--set", "operators.count.parallelism=1", "--set", "operators.sink.parallelism=1",
+                                 "--set", "checkpoint.mode=" + mode},
+                                r);
+                 }});
+  }
+  v.push_back({{"recovery", "restore of the word count's keyed state", K::kRecovery, "0", "", 0},
+               [](Bench* b, RunRecord* r) { b->RunRecovery(r); }});
+  return v;
+}
+
+// --- The run -----------------------------------------------------------------------------
+
+// Checks a run's answer against the baseline's.
+void Check(Bench& b, const Config& cfg, RunRecord* run) {
+  if (!run->ok || cfg.info.kind == ConfigInfo::Kind::kRecovery) return;
+  auto fail = [&](const std::string& why) {
+    run->ok = false;
+    run->error = why;
+  };
+  if (run->words != static_cast<uint64_t>(b.flags.words))
+    return fail("counted " + std::to_string(run->words) + " words, the corpus has " + std::to_string(b.flags.words));
+  if (!b.expected_top.empty() && run->top != b.expected_top) return fail("top words differ from the baseline's");
+  if (run->output_bytes != 0 && b.expected_changelog_bytes != 0 && run->output_bytes != b.expected_changelog_bytes)
+    return fail("changelog has " + std::to_string(run->output_bytes) + " bytes, the baseline's " +
+                std::to_string(b.expected_changelog_bytes));
+}
+
+// (time, records/s) between consecutive progress lines.
+std::vector<std::pair<double, double>> Rates(const RunRecord& run) {
+  std::vector<std::pair<double, double>> pts;
+  for (size_t i = 1; i < run.progress.size(); ++i) {
+    const ProgressPoint &a = run.progress[i - 1], &b = run.progress[i];
+    double dt = b.seconds - a.seconds;
+    if (dt <= 0) continue;
+    pts.emplace_back((a.seconds + b.seconds) / 2, static_cast<double>(b.sink_records - a.sink_records) / dt);
+  }
+  return pts;
+}
+
+// The successful run of `config` whose throughput is nearest the median.
+const RunRecord* MedianRun(const BenchResults& r, const std::string& config) {
+  double m = r.MedianThroughput(config);
+  const RunRecord* best = nullptr;
+  for (const RunRecord* run : r.RunsOf(config))
+    if (best == nullptr || std::fabs(run->words_per_second - m) < std::fabs(best->words_per_second - m)) best = run;
+  return best;
+}
+
+std::string Plot(const BenchResults& r) {
+  std::vector<PlotPanel> panels;
+  for (const char* sink : {"changelog", "discard"}) {
+    for (const char* iv : {"1s", "100ms"}) {
+      std::string name = std::string("engine-") + sink + "-" + iv;
+      const RunRecord* run = MedianRun(r, name);
+      const RunRecord* off = MedianRun(r, std::string("engine-") + sink + "-off");
+      if (run == nullptr) continue;
+      PlotPanel p;
+      char rate[32];
+      snprintf(rate, sizeof rate, "%.1f", run->words_per_second / 1e6);
+      p.title = std::string(sink == std::string("changelog") ? "file sink writing the changelog" : "discarding sink") +
+                ", checkpoints every " + (iv == std::string("1s") ? "1 s" : "100 ms") + " (median run, " + rate +
+                " M words/s)";
+      if (off != nullptr) p.series.push_back({"same job, no checkpoints (median run)", "#9a9a9a", Rates(*off)});
+      p.series.push_back({"with checkpoints", "#1f77b4", Rates(*run)});
+      for (const CheckpointRecord& c : run->checkpoints)
+        p.checkpoints.push_back({static_cast<double>(c.trigger_time_ms - run->start_wall_ms) / 1000.0,
+                                 static_cast<double>(c.duration_ms) / 1000.0, c.final});
+      panels.push_back(std::move(p));
+    }
+  }
+  char sub[256];
+  snprintf(sub, sizeof sub, "%" PRId64 " words, %.0f MB corpus; %s; progress every %s; red: the final checkpoint",
+           r.params.words, static_cast<double>(r.params.corpus_bytes) / 1e6, r.machine.cpu.c_str(),
+           r.params.progress_interval.c_str());
+  return ThroughputSvg("Cairn word count: throughput over time, checkpoints marked", sub, panels);
+}
+
+int Main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "baseline")
+    return BaselineMain(std::vector<std::string>(argv + 2, argv + argc));
+  Bench b;
+  int rc = 0;
+  if (!ParseFlags(argc, argv, &b.flags, &rc)) return rc;
+  std::vector<Config> configs = AllConfigs(b.flags.unaligned);
+  if (b.flags.list) {
+    for (const Config& c : configs) printf("%-28s %s\n", c.info.name.c_str(), c.info.description.c_str());
+    return 0;
+  }
+  if (!b.flags.only.empty()) {
+    std::vector<Config> kept;
+    for (const Config& c : configs)
+      if (std::find(b.flags.only.begin(), b.flags.only.end(), c.info.name) != b.flags.only.end()) kept.push_back(c);
+    if (kept.size() != b.flags.only.size()) return UsageError("--only names an unknown configuration (see --list)");
+    configs = kept;
+  }
+  b.self = SelfPath();
+  b.job = b.flags.source_dir + "/jobs/wordcount.yaml";
+  b.discard_job = b.flags.source_dir + "/jobs/wordcount-discard.yaml";
+  b.scratch = b.flags.data_dir + "/scratch";
+  b.recovery_dir = b.flags.data_dir + "/recovery-checkpoints";
+  for (const std::string& f : {b.flags.cairn, b.job, b.discard_job})
+    if (!PathExists(f)) {
+      fprintf(stderr, "cairn-bench: %s does not exist (build cairn, or see --cairn and --source-dir)\n", f.c_str());
+      return 2;
+    }
+
+  BenchResults& res = b.results;
+  res.machine = ReadMachine();
+  GeneratorParams gp;
+  gp.words = b.flags.words;
+  gp.seed = b.flags.seed;
+  uint64_t bytes = 0;
+  Status s = EnsureCorpus(b.flags.data_dir, gp, &b.corpus, &bytes);
+  if (s.ok()) s = EnsureDistinctWords(b.flags.data_dir, b.flags.keys, &b.keys_file);
+  if (s.ok()) s = CreateDirs(b.scratch);
+  if (!s.ok()) {
+    fprintf(stderr, "cairn-bench: %s\n", s.message().c_str());
+    return 1;
+  }
+  res.params = BenchParams{b.flags.quick, b.flags.reps, b.flags.words, bytes, b.corpus, b.flags.keys,
+                           b.flags.progress_interval};
+  for (const Config& c : configs) res.configs.push_back(c.info);
+  ReadWholeFile(b.corpus);  // every run reads the corpus from the page cache
+
+  const bool recovery = std::any_of(configs.begin(), configs.end(),
+                                    [](const Config& c) { return c.info.kind == ConfigInfo::Kind::kRecovery; });
+  if (recovery) {
+    fprintf(stderr, "cairn-bench: building a checkpoint of %" PRId64 " keys for the recovery runs\n", b.flags.keys);
+    s = b.BuildRecoveryState();
+    if (!s.ok()) {
+      fprintf(stderr, "cairn-bench: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  // The baseline's answer is the reference: run it first, once, untimed.
+  {
+    RunRecord ref;
+    b.RunBaseline(false, &ref);
+    if (!ref.ok) {
+      fprintf(stderr, "cairn-bench: the baseline failed: %s\n", ref.error.c_str());
+      return 1;
+    }
+    b.expected_top = ref.top;
+    if (ref.words != static_cast<uint64_t>(b.flags.words)) {
+      fprintf(stderr, "cairn-bench: the baseline counted %" PRIu64 " words, expected %" PRId64 "\n", ref.words,
+              b.flags.words);
+      return 1;
+    }
+  }
+
+  const size_t n = configs.size();
+  for (int rep = 0; rep < b.flags.reps; ++rep) {
+    for (size_t k = 0; k < n; ++k) {
+      const Config& cfg = configs[(k + static_cast<size_t>(rep)) % n];
+      RunRecord run;
+      run.config = cfg.info.name;
+      run.rep = rep;
+      sync();  // leave no writeback of an earlier run to this one
+      run.load_before = LoadAverage();
+      cfg.run(&b, &run);
+      Check(b, cfg, &run);
+      if (run.wall_seconds > 0 && run.words > 0) run.words_per_second = static_cast<double>(run.words) / run.wall_seconds;
+      fprintf(stderr, "cairn-bench: rep %d/%d %-28s %s %7.3f s  %6.2f M words/s  rss %5" PRId64 " MiB  load %.2f%s%s\n",
+              rep + 1, b.flags.reps, cfg.info.name.c_str(), run.ok ? "ok    " : "FAILED", run.wall_seconds,
+              run.words_per_second / 1e6, run.max_rss_kb / 1024, run.load_before, run.ok ? "" : ": ",
+              run.error.c_str());
+      res.runs.push_back(std::move(run));
+    }
+  }
+  RemoveAll(b.scratch);
+
+  int failed = 0;
+  for (const RunRecord& run : res.runs) failed += run.ok ? 0 : 1;
+  if (failed > 0) res.notes.push_back(std::to_string(failed) + " run(s) failed; see the errors above");
+  if (res.machine.cores < 2) res.notes.push_back("fewer than 2 cores: the engine's 2 threads share one core");
+
+  fputs(FormatTable(res).c_str(), stdout);
+  if (!b.flags.json.empty()) {
+    s = WriteFileAtomically(b.flags.json, FormatJson(res));
+    if (!s.ok()) fprintf(stderr, "cairn-bench: %s\n", s.message().c_str());
+    else printf("JSON: %s\n", b.flags.json.c_str());
+  }
+  if (!b.flags.svg.empty() && std::any_of(configs.begin(), configs.end(), [](const Config& c) {
+        return c.info.kind == ConfigInfo::Kind::kEngine && !c.info.off_config.empty();
+      })) {
+    s = WriteFileAtomically(b.flags.svg, Plot(res));
+    if (!s.ok()) fprintf(stderr, "cairn-bench: %s\n", s.message().c_str());
+    else printf("plot: %s\n", b.flags.svg.c_str());
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) { return cairn::Main(argc, argv); }

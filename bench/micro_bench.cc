@@ -1,0 +1,380 @@
+// cairn-micro-bench: Google Benchmark micro-benchmarks of the word count's hot paths, each on
+// the real engine code: the batched channel hand-off between two threads, hash partitioning
+// through an OutputGate, the tokenizer, the keyed count update, the synchronous snapshot
+// (TakeDelta) of 1M keys, persisting a delta to RocksDB, and restoring 1M keys.
+//
+// Inputs are the generator's seeded Zipf words (vocabulary 100000, as in the macro-benchmark).
+// RocksDB files go to BUILD/bench-data/micro (the file system the engine runs use), removed at
+// exit. Run: build/cairn-micro-bench [--benchmark_filter=REGEX] (see docs/benchmarks.md).
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/channel.h"
+#include "engine/file_util.h"
+#include "engine/job_spec.h"
+#include "engine/key_groups.h"
+#include "engine/output_gate.h"
+#include "engine/parker.h"
+#include "operators/generator_source.h"
+#include "operators/registry.h"
+#include "state/keyed_state.h"
+#include "state/rocksdb_state_store.h"
+
+namespace cairn {
+namespace {
+
+constexpr uint32_t kMaxParallelism = 128;
+
+// Lines of the benchmark corpus (10 words each), generated once.
+const std::vector<std::string>& Lines() {
+  static const std::vector<std::string> lines = [] {
+    GeneratorParams p;
+    p.words = 2000000;
+    WordGenerator gen(p);
+    std::vector<std::string> out(static_cast<size_t>(gen.lines()));
+    for (int64_t n = 0; n < gen.lines(); ++n) gen.Line(n, &out[static_cast<size_t>(n)]);
+    return out;
+  }();
+  return lines;
+}
+
+// The corpus's words, tokenized, as one batch of (word, -, -) records.
+const RecordBatch& Words() {
+  static const RecordBatch words = [] {
+    RecordBatch lines, out;
+    for (const std::string& l : Lines()) lines.Add(l);
+    std::unique_ptr<Operator> tok = FindOperatorType("tokenize")->create(OperatorConfig{});
+    tok->Process(0, lines, &out);
+    return out;
+  }();
+  return words;
+}
+
+// `n` distinct keys: the generator's pseudo-words of ranks 0..n-1.
+std::vector<std::string> DistinctKeys(size_t n) {
+  std::vector<std::string> keys(n);
+  for (size_t i = 0; i < n; ++i) keys[i] = WordForRank(static_cast<int64_t>(i));
+  return keys;
+}
+
+std::string ScratchDir() {
+  static const std::string dir = [] {
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "./cairn-micro-bench";
+    return exe.substr(0, exe.rfind('/')) + "/bench-data/micro-" + std::to_string(getpid());
+  }();
+  return dir;
+}
+
+void Check(const Status& s, benchmark::State& state) {
+  if (!s.ok()) state.SkipWithError(s.message().c_str());
+}
+
+// --- Channel: one producer thread hands batches of `range(0)` records to one consumer -------
+
+void BM_ChannelHandoff(benchmark::State& state) {
+  const size_t batch_records = static_cast<size_t>(state.range(0));
+  Parker producer, consumer;
+  Channel ch("bench", 32, &producer, &consumer);
+  std::atomic<uint64_t> consumed{0};
+  std::thread reader([&] {
+    for (;;) {
+      StreamElement e;
+      uint32_t t = consumer.Prepare();
+      if (!ch.TryPop(&e)) {
+        consumer.Park(t);
+        continue;
+      }
+      consumer.Cancel();
+      if (e.kind == StreamElement::Kind::kEndOfStream) return;
+      consumed.fetch_add(e.batch->size(), std::memory_order_relaxed);
+      ch.Recycle(std::move(e.batch));
+    }
+  });
+  const RecordBatch& words = Words();
+  size_t next = 0;
+  for (auto _ : state) {
+    std::unique_ptr<RecordBatch> b = ch.TakeEmptyBatch();
+    for (size_t i = 0; i < batch_records; ++i) {
+      b->AddFrom(words, next);
+      if (++next == words.size()) next = 0;
+    }
+    ch.Push(StreamElement::OfBatch(std::move(b)));
+  }
+  ch.Push(StreamElement::EndOfStream());
+  reader.join();
+  state.SetItemsProcessed(static_cast<int64_t>(consumed.load()));
+  state.counters["batch"] = static_cast<double>(batch_records);
+}
+BENCHMARK(BM_ChannelHandoff)->Arg(1)->Arg(64)->Arg(1024)->Arg(2048)->UseRealTime();
+
+// --- OutputGate: hash partitioning words to 2 consumer threads (as tokenize -> count) -------
+
+void BM_OutputGateHashEmit(benchmark::State& state) {
+  Parker producer;
+  Parker consumers[2];
+  std::vector<std::unique_ptr<Channel>> chans;
+  for (auto& c : consumers) chans.push_back(std::make_unique<Channel>("bench", 32, &producer, &c));
+  OutputGate gate(kMaxParallelism);
+  gate.AddHashEdge({chans[0].get(), chans[1].get()});
+  std::vector<std::thread> readers;
+  for (int k = 0; k < 2; ++k)
+    readers.emplace_back([&, k] {
+      for (;;) {
+        StreamElement e;
+        uint32_t t = consumers[k].Prepare();
+        if (!chans[k]->TryPop(&e)) {
+          consumers[k].Park(t);
+          continue;
+        }
+        consumers[k].Cancel();
+        if (e.kind == StreamElement::Kind::kEndOfStream) return;
+        chans[k]->Recycle(std::move(e.batch));
+      }
+    });
+  const RecordBatch& words = Words();
+  RecordBatch batch;
+  size_t next = 0;
+  int64_t items = 0;
+  for (auto _ : state) {
+    batch.clear();
+    for (size_t i = 0; i < 1024; ++i) {
+      batch.AddFrom(words, next);
+      if (++next == words.size()) next = 0;
+    }
+    gate.Emit(&batch);
+    items += 1024;
+  }
+  gate.Broadcast(StreamElement::EndOfStream());
+  for (auto& t : readers) t.join();
+  state.SetItemsProcessed(items);
+}
+BENCHMARK(BM_OutputGateHashEmit)->UseRealTime();
+
+// --- Tokenizer: lines to words --------------------------------------------------------------
+
+void BM_Tokenize(benchmark::State& state) {
+  std::unique_ptr<Operator> tok = FindOperatorType("tokenize")->create(OperatorConfig{});
+  const std::vector<std::string>& lines = Lines();
+  std::vector<RecordBatch> batches;
+  for (size_t i = 0; i < lines.size(); i += 1024) {
+    batches.emplace_back();
+    for (size_t j = i; j < std::min(lines.size(), i + 1024); ++j) batches.back().Add(lines[j]);
+  }
+  RecordBatch out;
+  size_t next = 0;
+  int64_t words = 0, bytes = 0;
+  for (auto _ : state) {
+    out.clear();
+    tok->Process(0, batches[next], &out);
+    words += static_cast<int64_t>(out.size());
+    bytes += static_cast<int64_t>(batches[next].arena_bytes());
+    if (++next == batches.size()) next = 0;
+  }
+  state.SetItemsProcessed(words);
+  state.SetBytesProcessed(bytes);
+}
+BENCHMARK(BM_Tokenize);
+
+// --- Keyed count: KeyedInt64State::Add, and the count operator around it --------------------
+
+void BM_KeyedCountAdd(benchmark::State& state) {
+  const RecordBatch& words = Words();
+  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
+  size_t next = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(kv.Add(words.key(next), 1));
+    if (++next == words.size()) next = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["keys"] = static_cast<double>(kv.size());
+}
+BENCHMARK(BM_KeyedCountAdd);
+
+void BM_CountOperator(benchmark::State& state) {
+  const RecordBatch& words = Words();
+  std::vector<RecordBatch> batches;
+  for (size_t i = 0; i < words.size(); i += 1024) {
+    batches.emplace_back();
+    for (size_t j = i; j < std::min(words.size(), i + 1024); ++j) batches.back().AddFrom(words, j);
+  }
+  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
+  OperatorConfig oc;
+  std::unique_ptr<Operator> count = FindOperatorType("count")->create(oc);
+  OperatorContext ctx;
+  ctx.keyed_state = &kv;
+  Check(count->Open(ctx), state);
+  RecordBatch out;
+  size_t next = 0;
+  int64_t items = 0;
+  for (auto _ : state) {
+    out.clear();
+    count->Process(0, batches[next], &out);
+    items += static_cast<int64_t>(batches[next].size());
+    if (++next == batches.size()) next = 0;
+  }
+  state.SetItemsProcessed(items);
+}
+BENCHMARK(BM_CountOperator);
+
+// --- Synchronous snapshot: TakeDelta with range(0) of 1M keys changed -----------------------
+
+void BM_SnapshotTakeDelta(benchmark::State& state) {
+  const size_t keys = 1000000, dirty = static_cast<size_t>(state.range(0));
+  const std::vector<std::string> k = DistinctKeys(keys);
+  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
+  for (const std::string& s : k) kv.Add(s, 1);
+  kv.TakeDelta();
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (size_t i = 0; i < dirty; ++i) kv.Add(k[i * (keys / dirty)], 1);
+    state.ResumeTiming();
+    std::unique_ptr<StateDelta> d = kv.TakeDelta();
+    benchmark::DoNotOptimize(d.get());
+    if (d->entries.size() != dirty) state.SkipWithError("wrong delta size");
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(dirty));
+}
+BENCHMARK(BM_SnapshotTakeDelta)->Arg(1000000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+// --- Persisting a delta: WriteBatch + flush + RocksDB checkpoint (what the persister does) --
+
+std::unique_ptr<StateDelta> DeltaOf(const std::vector<std::string>& keys, int64_t value) {
+  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
+  for (const std::string& s : keys) kv.Put(s, value);
+  return kv.TakeDelta();
+}
+
+void BM_PersistDelta(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::unique_ptr<StateDelta> delta = DeltaOf(DistinctKeys(n), 7);
+  const std::string root = ScratchDir() + "/persist-" + std::to_string(n);
+  int i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    RemoveAll(root);
+    std::unique_ptr<RocksDbStateStore> store;
+    Check(RocksDbStateStore::Create(root + "/db", &store), state);
+    state.ResumeTiming();
+    uint64_t bytes = 0;
+    Check(store->PersistAndCheckpoint(*delta, root + "/chk-" + std::to_string(i++), &bytes), state);
+    state.PauseTiming();
+    store.reset();
+    state.ResumeTiming();
+  }
+  RemoveAll(root);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+BENCHMARK(BM_PersistDelta)->Arg(10000)->Arg(100000)->Arg(500000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same, with the delta first sorted into RocksDB key order (key group, then key bytes), sort
+// included in the time: what the engine would gain by sorting before the WriteBatch (RocksDB's
+// skip list inserts in-order keys much faster than random ones).
+void BM_PersistDeltaSorted(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::unique_ptr<StateDelta> delta = DeltaOf(DistinctKeys(n), 7);
+  const std::string root = ScratchDir() + "/persist-sorted-" + std::to_string(n);
+  int i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    RemoveAll(root);
+    std::unique_ptr<RocksDbStateStore> store;
+    Check(RocksDbStateStore::Create(root + "/db", &store), state);
+    StateDelta copy = *delta;
+    state.ResumeTiming();
+    std::sort(copy.entries.begin(), copy.entries.end(), [&](const StateDelta::Entry& a, const StateDelta::Entry& b) {
+      return a.key_group != b.key_group ? a.key_group < b.key_group : copy.key(a) < copy.key(b);
+    });
+    uint64_t bytes = 0;
+    Check(store->PersistAndCheckpoint(copy, root + "/chk-" + std::to_string(i++), &bytes), state);
+    state.PauseTiming();
+    store.reset();
+    state.ResumeTiming();
+  }
+  RemoveAll(root);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+BENCHMARK(BM_PersistDeltaSorted)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A delta of range(0) keys onto a database that already holds 1M keys (an incremental checkpoint).
+void BM_PersistIncrementalDelta(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::vector<std::string> all = DistinctKeys(1000000);
+  const std::string root = ScratchDir() + "/incremental-" + std::to_string(n);
+  RemoveAll(root);
+  std::unique_ptr<RocksDbStateStore> store;
+  Check(RocksDbStateStore::Create(root + "/db", &store), state);
+  uint64_t bytes = 0;
+  Check(store->PersistAndCheckpoint(*DeltaOf(all, 1), root + "/chk-base", &bytes), state);
+  const std::unique_ptr<StateDelta> delta =
+      DeltaOf(std::vector<std::string>(all.begin(), all.begin() + static_cast<long>(n)), 2);
+  int i = 0;
+  for (auto _ : state) Check(store->PersistAndCheckpoint(*delta, root + "/chk-" + std::to_string(i++), &bytes), state);
+  store.reset();
+  RemoveAll(root);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+BENCHMARK(BM_PersistIncrementalDelta)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// --- Restore: 1M keys from a RocksDB checkpoint into a fresh KeyedInt64State ----------------
+
+void BM_Restore1M(benchmark::State& state) {
+  const size_t n = 1000000;
+  const std::string root = ScratchDir() + "/restore";
+  RemoveAll(root);
+  const KeyGroupRange all{0, kMaxParallelism - 1};
+  {
+    std::unique_ptr<RocksDbStateStore> store;
+    Check(RocksDbStateStore::Create(root + "/db", &store), state);
+    uint64_t bytes = 0;
+    Check(store->PersistAndCheckpoint(*DeltaOf(DistinctKeys(n), 3), root + "/chk", &bytes), state);
+  }
+  int i = 0;
+  for (auto _ : state) {
+    KeyedInt64State kv(kMaxParallelism, all);
+    std::unique_ptr<RocksDbStateStore> store;
+    Check(RocksDbStateStore::Restore({KeyedSnapshotHandle{root + "/chk", all}}, root + "/work-" + std::to_string(i++),
+                                     &kv, &store),
+          state);
+    if (kv.size() != n) state.SkipWithError("wrong number of restored keys");
+    state.PauseTiming();
+    store.reset();
+    RemoveAll(root + "/work-" + std::to_string(i - 1));
+    state.ResumeTiming();
+  }
+  RemoveAll(root);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+BENCHMARK(BM_Restore1M)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The hash-table half of a restore: inserting 1M new keys into an empty KeyedInt64State.
+void BM_StateLoad1M(benchmark::State& state) {
+  const std::vector<std::string> keys = DistinctKeys(1000000);
+  for (auto _ : state) {
+    KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
+    for (const std::string& k : keys) kv.LoadEntry(k, 1);
+    benchmark::DoNotOptimize(kv.size());
+  }
+  state.SetItemsProcessed(state.iterations() * 1000000);
+}
+BENCHMARK(BM_StateLoad1M)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  cairn::RemoveAll(cairn::ScratchDir());
+  return 0;
+}

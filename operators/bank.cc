@@ -1,0 +1,135 @@
+// The bank of the classic Chandy–Lamport example, as two operators:
+// - bank_requests: a seeded source of transfer requests (from, amount, to);
+// - bank_accounts: keyed by account, holds each balance as keyed state; a request debits its
+//   account by at most the balance and sends a credit for the amount, keyed by the destination
+//   account, over a feedback edge back into bank_accounts, which adds it to that balance.
+// Money is only moved, never made or lost, so in every consistent snapshot the balances plus
+// the credits in flight add up to accounts * initial_balance.
+#include <algorithm>
+#include <charconv>
+#include <string>
+
+#include "engine/coding.h"
+#include "operators/operator_factories.h"
+#include "operators/rate_limiter.h"
+#include "state/keyed_state.h"
+
+namespace cairn {
+namespace {
+
+std::string AccountKey(int64_t id) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, id);
+  return std::string(buf, r.ptr);
+}
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Request n depends only on the seed and n: record (from, amount, to), to != from.
+class BankRequests final : public SourceOperator {
+ public:
+  explicit BankRequests(const OperatorConfig& c)
+      : count_(c.GetInt("count")),
+        seed_(static_cast<uint64_t>(c.GetInt("seed"))),
+        accounts_(c.GetInt("accounts")),
+        max_amount_(c.GetInt("max_amount")),
+        limiter_(c.GetInt("rate")) {}
+
+  Status Open(OperatorContext& ctx) override {
+    step_ = ctx.parallelism;
+    next_ = ctx.subtask;
+    if (ctx.restored_operator_state) {
+      Decoder d(*ctx.restored_operator_state);
+      uint64_t next;
+      if (!d.GetFixed64(&next) || !d.done())
+        return Status::Corruption("operator " + ctx.operator_id + ": damaged request position in the checkpoint");
+      next_ = static_cast<int64_t>(next);
+    }
+    return Status::OK();
+  }
+
+  PollResult Poll(RecordBatch* out, size_t max_records, Clock::time_point* resume_at) override {
+    if (next_ >= count_) return PollResult::kExhausted;
+    size_t allowed = limiter_.Allowed(max_records, resume_at);
+    if (allowed == 0) return PollResult::kWait;
+    size_t n = 0;
+    for (; n < allowed && next_ < count_; ++n, next_ += step_) {
+      uint64_t h = Mix(seed_ * 0x100000001b3ull ^ static_cast<uint64_t>(next_));
+      int64_t from = static_cast<int64_t>(h % static_cast<uint64_t>(accounts_));
+      int64_t to = accounts_ > 1 ? (from + 1 + static_cast<int64_t>(Mix(h) % static_cast<uint64_t>(accounts_ - 1))) % accounts_
+                                 : from;
+      int64_t amount = 1 + static_cast<int64_t>(Mix(h ^ 0x5bd1e995) % static_cast<uint64_t>(max_amount_));
+      out->Add(AccountKey(from), amount, to);
+    }
+    limiter_.Consumed(n);
+    return PollResult::kMore;
+  }
+
+  Status SnapshotState(CheckpointId, OperatorSnapshot* snap) override {
+    PutFixed64(&snap->operator_state, static_cast<uint64_t>(next_));
+    return Status::OK();
+  }
+
+ private:
+  const int64_t count_;
+  const uint64_t seed_;
+  const int64_t accounts_;
+  const int64_t max_amount_;
+  RateLimiter limiter_;
+  int64_t step_ = 1;
+  int64_t next_ = 0;
+};
+
+// Input records: a request (account, amount, to >= 0) or a credit (account, amount, -1).
+class BankAccounts final : public Operator {
+ public:
+  explicit BankAccounts(const OperatorConfig& c)
+      : accounts_(c.GetInt("accounts")), initial_(c.GetInt("initial_balance")) {}
+
+  Status Open(OperatorContext& ctx) override {
+    state_ = ctx.keyed_state;
+    if (state_ == nullptr) return Status::Internal("bank_accounts operator " + ctx.operator_id + " has no keyed state");
+    if (!ctx.restored_checkpoint) {
+      // A fresh bank: every account this subtask owns starts with the initial balance.
+      for (int64_t id = 0; id < accounts_; ++id) {
+        std::string key = AccountKey(id);
+        if (ctx.key_groups.Contains(KeyGroupOf(KeyHash(key), ctx.max_parallelism))) state_->Put(key, initial_);
+      }
+    }
+    return Status::OK();
+  }
+
+  void Process(int, const RecordBatch& in, RecordBatch* out) override {
+    for (size_t i = 0; i < in.size(); ++i) {
+      std::string_view account = in.key(i);
+      int64_t amount = in.a(i);
+      if (in.b(i) < 0) {  // a credit
+        state_->Add(account, amount);
+        continue;
+      }
+      int64_t balance = 0;
+      if (!state_->Get(account, &balance)) balance = 0;
+      int64_t moved = std::min(amount, balance);
+      if (moved <= 0) continue;
+      state_->Put(account, balance - moved);
+      out->Add(AccountKey(in.b(i)), moved, -1);
+    }
+  }
+
+ private:
+  const int64_t accounts_;
+  const int64_t initial_;
+  KeyedInt64State* state_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> NewBankRequests(const OperatorConfig& c) { return std::make_unique<BankRequests>(c); }
+std::unique_ptr<Operator> NewBankAccounts(const OperatorConfig& c) { return std::make_unique<BankAccounts>(c); }
+
+}  // namespace cairn

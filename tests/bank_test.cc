@@ -1,0 +1,114 @@
+// The bank job (jobs/bank.yaml): a cycle through a feedback edge. In every completed checkpoint
+// the balances plus the credits recorded in flight must add up to accounts * initial_balance,
+// also after SIGKILLs and restores, and the job must end on its own.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "tests/test_util.h"
+#include "tests/wordcount_check.h"
+
+namespace cairn::testing {
+namespace {
+
+constexpr int64_t kAccounts = 1000;
+constexpr int64_t kInitial = 1000;
+
+int64_t NumberAfter(const std::string& line, const std::string& key) {
+  size_t at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return 0;
+  return std::stoll(line.substr(at + key.size() + 3));
+}
+
+struct Money {
+  int64_t balances = 0;
+  int64_t in_flight = 0;
+  int64_t accounts = 0;
+};
+
+// Sums a checkpoint's balances and the credits on channels from `accounts` (requests in flight
+// on requests->accounts channels move no money yet).
+Money CountMoney(const std::string& checkpoint) {
+  RunResult r = RunCairn({"state", "dump", checkpoint, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  Money m;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"value\":") != std::string::npos) {
+      m.balances += NumberAfter(line, "value");
+      ++m.accounts;
+    } else if (line.find("\"channel\":\"accounts[") != std::string::npos) {
+      m.in_flight += NumberAfter(line, "amount");
+    }
+  }
+  return m;
+}
+
+std::vector<std::string> CheckpointDirs(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("chk-", 0) == 0 && std::filesystem::exists(e.path() / "_metadata")) out.push_back(e.path().string());
+  }
+  return out;
+}
+
+// Every completed checkpoint conserves money; returns how many held credits in flight.
+int ExpectMoneyConserved(const std::string& ckdir) {
+  int with_in_flight = 0;
+  std::vector<std::string> dirs = CheckpointDirs(ckdir);
+  EXPECT_FALSE(dirs.empty());
+  for (const std::string& c : dirs) {
+    Money m = CountMoney(c);
+    EXPECT_EQ(m.accounts, kAccounts) << c;
+    EXPECT_EQ(m.balances + m.in_flight, kAccounts * kInitial) << c << ": balances " << m.balances << " + in flight "
+                                                                 << m.in_flight;
+    if (m.in_flight > 0) ++with_in_flight;
+  }
+  return with_in_flight;
+}
+
+std::vector<std::string> BankArgs(const ScratchDir& dir, const std::string& mode, const std::string& interval) {
+  return {"run", SourceDir() + "/jobs/bank.yaml", "--quiet",
+          "--set", "checkpoint.dir=" + dir / "ck",
+          "--set", "checkpoint.mode=" + mode,
+          "--set", "checkpoint.interval=" + interval,
+          "--set", "checkpoint.retain=100000",
+          "--set", "operators.requests.count=60000",
+          "--set", "operators.requests.rate=30000"};
+}
+
+void RunToCompletion(const std::string& mode) {
+  ScratchDir dir;
+  RunResult r = RunCairn(BankArgs(dir, mode, "10ms"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(ExpectMoneyConserved(dir / "ck"), 0) << "no checkpoint caught a credit in flight";
+  RunResult ck = RunCairn({"checkpoints", dir / "ck", "--json"});
+  EXPECT_NE(ck.out.find("\"channel_state_bytes\":0,\"final\":true"), std::string::npos) << ck.out;
+}
+
+TEST(Bank, AlignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToCompletion("aligned"); }
+
+TEST(Bank, UnalignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToCompletion("unaligned"); }
+
+void RunWithRestores(const std::string& mode) {
+  ScratchDir dir;
+  std::vector<std::string> args = BankArgs(dir, mode, "30ms");
+  args.push_back("--restore");
+  args.push_back("latest");
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("kill delay seed " + std::to_string(seed));
+  KillRun kr = RunWithKills(args, dir.path(), 4, seed, 150, 700);
+  ASSERT_TRUE(kr.completed);
+  EXPECT_GE(kr.kills, 2);
+  ExpectMoneyConserved(dir / "ck");
+}
+
+TEST(Bank, MoneyIsConservedAcrossSigkillsAndRestoresAligned) { RunWithRestores("aligned"); }
+
+TEST(Bank, MoneyIsConservedAcrossSigkillsAndRestoresUnaligned) { RunWithRestores("unaligned"); }
+
+}  // namespace
+}  // namespace cairn::testing
