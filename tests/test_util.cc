@@ -1,8 +1,14 @@
 #include "tests/test_util.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include <cstdlib>
 #include <cstring>
@@ -105,9 +111,6 @@ std::string ReadText(const std::string& path) {
 
 }  // namespace cairn::testing
 
-#include <signal.h>
-
-#include <chrono>
 
 namespace cairn::testing {
 
@@ -140,18 +143,31 @@ CairnProcess::~CairnProcess() {
 }
 
 bool CairnProcess::Wait(int timeout_ms, RunResult* r) {
+  // Sleep until the child exits or the deadline passes: a pidfd becomes readable at exit.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
   for (;;) {
     int status = 0;
     pid_t w = waitpid(pid_, &status, WNOHANG);
     if (w == pid_) {
+      if (pidfd >= 0) close(pidfd);
       reaped_ = true;
       if (WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
       if (WIFSIGNALED(status)) r->signal = WTERMSIG(status);
       return true;
     }
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a child, not a test wait
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      if (pidfd >= 0) close(pidfd);
+      return false;
+    }
+    int wait_ms = static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30));
+    if (pidfd < 0) {
+      poll(nullptr, 0, std::min(wait_ms, 5));  // no pidfd (kernel < 5.3): look again shortly
+      continue;
+    }
+    struct pollfd p{pidfd, POLLIN, 0};
+    poll(&p, 1, wait_ms);
   }
 }
 
