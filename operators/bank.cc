@@ -9,9 +9,9 @@
 #include <charconv>
 #include <string>
 
-#include "engine/coding.h"
 #include "operators/operator_factories.h"
 #include "operators/rate_limiter.h"
+#include "operators/strided_position.h"
 #include "state/keyed_state.h"
 
 namespace cairn {
@@ -40,26 +40,15 @@ class BankRequests final : public SourceOperator {
         max_amount_(c.GetInt("max_amount")),
         limiter_(c.GetInt("rate")) {}
 
-  Status Open(OperatorContext& ctx) override {
-    step_ = ctx.parallelism;
-    next_ = ctx.subtask;
-    if (ctx.restored_operator_state) {
-      Decoder d(*ctx.restored_operator_state);
-      uint64_t next;
-      if (!d.GetFixed64(&next) || !d.done())
-        return Status::Corruption("operator " + ctx.operator_id + ": damaged request position in the checkpoint");
-      next_ = static_cast<int64_t>(next);
-    }
-    return Status::OK();
-  }
+  Status Open(OperatorContext& ctx) override { return pos_.Open(ctx, "request position"); }
 
   PollResult Poll(RecordBatch* out, size_t max_records, Clock::time_point* resume_at) override {
-    if (next_ >= count_) return PollResult::kExhausted;
+    if (pos_.next() >= count_) return PollResult::kExhausted;
     size_t allowed = limiter_.Allowed(max_records, resume_at);
     if (allowed == 0) return PollResult::kWait;
     size_t n = 0;
-    for (; n < allowed && next_ < count_; ++n, next_ += step_) {
-      uint64_t h = Mix(seed_ * 0x100000001b3ull ^ static_cast<uint64_t>(next_));
+    for (; n < allowed && pos_.next() < count_; ++n, pos_.Advance()) {
+      uint64_t h = Mix(seed_ * 0x100000001b3ull ^ static_cast<uint64_t>(pos_.next()));
       int64_t from = static_cast<int64_t>(h % static_cast<uint64_t>(accounts_));
       int64_t to = accounts_ > 1 ? (from + 1 + static_cast<int64_t>(Mix(h) % static_cast<uint64_t>(accounts_ - 1))) % accounts_
                                  : from;
@@ -71,7 +60,7 @@ class BankRequests final : public SourceOperator {
   }
 
   Status SnapshotState(CheckpointId, OperatorSnapshot* snap) override {
-    PutFixed64(&snap->operator_state, static_cast<uint64_t>(next_));
+    pos_.Snapshot(snap);
     return Status::OK();
   }
 
@@ -81,8 +70,7 @@ class BankRequests final : public SourceOperator {
   const int64_t accounts_;
   const int64_t max_amount_;
   RateLimiter limiter_;
-  int64_t step_ = 1;
-  int64_t next_ = 0;
+  StridedPosition pos_;
 };
 
 // Input records: a request (account, amount, to >= 0) or a credit (account, amount, -1).

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/coding.h"
 #include "operators/operator_factories.h"
 #include "operators/rate_limiter.h"
+#include "operators/strided_position.h"
 
 namespace cairn {
 
@@ -64,27 +64,16 @@ class GeneratorSource final : public SourceOperator {
                              c.GetInt("seed")}),
         limiter_(c.GetInt("rate")) {}
 
-  Status Open(OperatorContext& ctx) override {
-    step_ = ctx.parallelism;
-    next_ = ctx.subtask;
-    if (ctx.restored_operator_state) {
-      Decoder d(*ctx.restored_operator_state);
-      uint64_t next;
-      if (!d.GetFixed64(&next) || !d.done())
-        return Status::Corruption("operator " + ctx.operator_id + ": damaged generator position in the checkpoint");
-      next_ = static_cast<int64_t>(next);
-    }
-    return Status::OK();
-  }
+  Status Open(OperatorContext& ctx) override { return pos_.Open(ctx, "generator position"); }
 
   PollResult Poll(RecordBatch* out, size_t max_records, Clock::time_point* resume_at) override {
-    if (next_ >= gen_.lines()) return PollResult::kExhausted;
+    if (pos_.next() >= gen_.lines()) return PollResult::kExhausted;
     size_t allowed = limiter_.Allowed(max_records, resume_at);
     if (allowed == 0) return PollResult::kWait;
     size_t n = 0;
-    for (; n < allowed && next_ < gen_.lines(); ++n, next_ += step_) {
+    for (; n < allowed && pos_.next() < gen_.lines(); ++n, pos_.Advance()) {
       line_.clear();
-      gen_.Line(next_, &line_);
+      gen_.Line(pos_.next(), &line_);
       out->Add(line_);
     }
     limiter_.Consumed(n);
@@ -92,15 +81,14 @@ class GeneratorSource final : public SourceOperator {
   }
 
   Status SnapshotState(CheckpointId, OperatorSnapshot* snap) override {
-    PutFixed64(&snap->operator_state, static_cast<uint64_t>(next_));
+    pos_.Snapshot(snap);
     return Status::OK();
   }
 
  private:
   WordGenerator gen_;
   RateLimiter limiter_;
-  int64_t step_ = 1;
-  int64_t next_ = 0;
+  StridedPosition pos_;
   std::string line_;
 };
 
