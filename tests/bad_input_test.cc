@@ -214,12 +214,16 @@ TEST_P(BadInputTest, ExitsTwoNamingTheProblemAndChangesNothing) {
   ScratchDir job_dir;
   const std::string job = job_dir / "job.yaml";
   std::string text = c.find == "*" ? c.replace : Replace(kBaseJob, c.find, c.replace);
-  if (c.find != "*" && !c.find.empty()) ASSERT_NE(text, kBaseJob) << "the row's edit does not apply: " << c.find;
+  if (c.find != "*" && !c.find.empty()) {
+    ASSERT_NE(text, kBaseJob) << "the row's edit does not apply: " << c.find;
+  }
   WriteText(job, Expand(text, job));
   // Root reads any file whatever its permission bits, so as root the unreadable job file is
   // read by an unprivileged user (nobody) instead.
   const bool as_nobody = c.unreadable_job && geteuid() == 0;
-  if (c.unreadable_job) ASSERT_EQ(chmod(job.c_str(), 0), 0);
+  if (c.unreadable_job) {
+    ASSERT_EQ(chmod(job.c_str(), 0), 0);
+  }
   std::vector<std::string> args, env;
   for (const std::string& a : c.args) args.push_back(Expand(a, job));
   for (const std::string& e : c.env) env.push_back(Expand(e, job));

@@ -32,6 +32,7 @@ std::string Describe(const GateEvent& ev) {
     case GateEvent::Kind::kCheckpoint: return "checkpoint:" + std::to_string(ev.barrier.id);
     case GateEvent::Kind::kEndOfInput: return "end-of-input";
     case GateEvent::Kind::kEndOfStream: return "end-of-stream";
+    case GateEvent::Kind::kChannelStateDone: return "channel-state:" + std::to_string(ev.channel_state->id);
   }
   return "?";
 }
