@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/test_util.h"
+#include "tests/tree_snapshot.h"
 
 namespace cairn::testing {
 namespace {
@@ -27,42 +28,6 @@ void ExpectUsageError(const RunResult& r, const std::string& message) {
   EXPECT_THAT(r.err, HasSubstr(message));
   EXPECT_THAT(r.err, HasSubstr("usage:"));
   EXPECT_THAT(r.err, HasSubstr("cairn run JOB.yaml"));
-}
-
-// Everything below `root`: relative path -> "dir", or "file <size>" followed by the contents.
-std::map<std::string, std::string> TreeOf(const std::string& root) {
-  namespace fs = std::filesystem;
-  std::map<std::string, std::string> tree;
-  if (!fs::exists(root)) return tree;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    std::string rel = fs::relative(e.path(), root).string();
-    if (e.is_directory()) {
-      tree[rel] = "dir";
-    } else {
-      tree[rel] = "file " + std::to_string(e.file_size()) + "\n" + ReadText(e.path().string());
-    }
-  }
-  return tree;
-}
-
-// Compares two trees, reporting paths rather than contents (which may be binary).
-::testing::AssertionResult SameTree(const std::map<std::string, std::string>& before,
-                                    const std::map<std::string, std::string>& after) {
-  std::vector<std::string> diffs;
-  for (const auto& [path, what] : before) {
-    auto it = after.find(path);
-    if (it == after.end()) {
-      diffs.push_back("removed " + path);
-    } else if (it->second != what) {
-      diffs.push_back("changed " + path);
-    }
-  }
-  for (const auto& [path, what] : after)
-    if (!before.count(path)) diffs.push_back("added " + path);
-  if (diffs.empty()) return ::testing::AssertionSuccess();
-  auto r = ::testing::AssertionFailure();
-  for (const std::string& d : diffs) r << d << "; ";
-  return r;
 }
 
 // A completed small word count run in a scratch directory: input, checkpoints and output.
@@ -104,8 +69,8 @@ class WordCountRun : public ::testing::Test {
 
   std::map<std::string, std::string> Trees() const {
     std::map<std::string, std::string> all;
-    for (const auto& [p, v] : TreeOf(ck())) all["ck/" + p] = v;
-    for (const auto& [p, v] : TreeOf(out())) all["out/" + p] = v;
+    for (const auto& [p, v] : TreeSnapshot(ck())) all["ck/" + p] = v;
+    for (const auto& [p, v] : TreeSnapshot(out())) all["out/" + p] = v;
     return all;
   }
 
