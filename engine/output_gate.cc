@@ -26,27 +26,29 @@ bool OutputGate::PushPending(Target* t) {
 bool OutputGate::Emit(RecordBatch* batch) {
   if (batch->empty()) return true;
   records_out_ += batch->size();
+  // Two phases. First every record of the batch gets its place (and number) in every outgoing
+  // channel of every edge; only then is anything pushed. A push may block, and while blocked the
+  // task may take an unaligned snapshot (BlockedHandler) that stamps each channel with its
+  // `assigned` count and covers this batch in the task's own state (e.g. a source's position):
+  // so on no channel may the batch be missing from what lies before the barrier. Pushing edge by
+  // edge as records are assigned would split one emitted batch across the snapshot.
+  Target* handed_over = nullptr;
   const size_t n_edges = edges_.size();
   for (size_t ei = 0; ei < n_edges; ++ei) {
     Edge& e = edges_[ei];
-    const bool last_edge = ei + 1 == n_edges;
     if (!e.hash) {
       Target& t = e.targets[0];
-      if (t.pending->empty() && last_edge && batch->size() >= kBatchRecords / 4) {
-        // Hand the whole batch over; the caller keeps a recycled one.
-        std::unique_ptr<RecordBatch> b = t.channel->TakeEmptyBatch();
-        std::swap(*b, *batch);
-        t.assigned += b->size();
-        if (!t.channel->Push(StreamElement::OfBatch(std::move(b)), handler_)) return false;
+      if (t.pending->empty() && ei + 1 == n_edges && batch->size() >= kBatchRecords / 4) {
+        // The last edge takes the whole batch (the caller keeps pending's empty capacity).
+        std::swap(*t.pending, *batch);
+        t.assigned += t.pending->size();
+        handed_over = &t;
         continue;
       }
       for (size_t i = 0; i < batch->size(); ++i) t.pending->AddFrom(*batch, i);
       t.assigned += batch->size();
-      if (t.pending->size() >= kBatchRecords && !PushPending(&t)) return false;
       continue;
     }
-    // Partition the whole batch before pushing anything, so that while a push is blocked every
-    // record of the batch already has its place (and number) in its channel.
     const uint32_t p = static_cast<uint32_t>(e.targets.size());
     for (size_t i = 0; i < batch->size(); ++i) {
       uint32_t kg = KeyGroupOf(KeyHash(batch->key(i)), max_parallelism_);
@@ -54,10 +56,11 @@ bool OutputGate::Emit(RecordBatch* batch) {
       t.pending->AddFrom(*batch, i);
       ++t.assigned;
     }
-    for (Target& t : e.targets)
-      if (t.pending->size() >= kBatchRecords && !PushPending(&t)) return false;
   }
   batch->clear();
+  for (Edge& e : edges_)
+    for (Target& t : e.targets)
+      if ((&t == handed_over || t.pending->size() >= kBatchRecords) && !PushPending(&t)) return false;
   return true;
 }
 

@@ -9,6 +9,9 @@
 // job is cancelled. Each channel's records are numbered in the order they are assigned to it;
 // BroadcastPriority stamps every channel's event with the number assigned so far, which is
 // where the event belongs in that channel even though it overtakes the queued data.
+// Emit assigns every record of a batch to its channels on every edge before it pushes anything,
+// so a snapshot taken while one of its pushes is blocked never splits the batch: on every
+// channel the whole batch lies before the barrier (fan-out edges included).
 #pragma once
 
 #include <memory>

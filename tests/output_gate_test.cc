@@ -23,9 +23,10 @@ constexpr uint32_t kMaxParallelism = 128;
 // Channels from one producer subtask to `n` consumer subtasks, read back by the test.
 class Downstream {
  public:
-  explicit Downstream(size_t n) {
+  explicit Downstream(size_t n, size_t capacity = 1024, const std::string& name = "down") {
     for (size_t i = 0; i < n; ++i)
-      channels_.push_back(std::make_unique<Channel>("up[0]->down[" + std::to_string(i) + "]", 1024, &producer_, &consumer_));
+      channels_.push_back(std::make_unique<Channel>("up[0]->" + name + "[" + std::to_string(i) + "]", capacity,
+                                                    &producer_, &consumer_));
   }
   std::vector<Channel*> channels() {
     std::vector<Channel*> out;
@@ -37,6 +38,13 @@ class Downstream {
     std::vector<StreamElement> out;
     StreamElement e;
     while (channels_[i]->TryPop(&e)) out.push_back(std::move(e));
+    return out;
+  }
+  // The positions stamped on the priority events of channel `i`, in order.
+  std::vector<uint64_t> PriorityPositions(size_t i) {
+    std::vector<uint64_t> out;
+    PriorityEvent e;
+    while (channels_[i]->TryPopPriority(&e)) out.push_back(e.position);
     return out;
   }
 
@@ -196,6 +204,98 @@ TEST(OutputGateTest, BroadcastPutsTheMarkerOnEveryChannelOfEveryEdge) {
     hashed_records += KeysOf(h).size();
   }
   EXPECT_EQ(hashed_records, 1u);
+}
+
+// Stands for a task blocked on a full output channel: on the first call it takes an unaligned
+// snapshot (its state covers every record emitted so far, as a source's position would) and
+// puts the barrier on every channel's priority lane; on every call it plays the consumers and
+// drains the channels, so that the blocked push goes through.
+class SnapshotWhileBlocked : public BlockedHandler {
+ public:
+  SnapshotWhileBlocked(OutputGate* gate, std::vector<Downstream*> consumers)
+      : gate_(gate), consumers_(std::move(consumers)) {}
+  bool OnBlocked(std::chrono::steady_clock::time_point* deadline) override {
+    if (!snapshot_taken_) {
+      snapshot_taken_ = true;
+      covered_ = emitted;
+      PriorityEvent pe;
+      pe.kind = PriorityEvent::Kind::kUnalignedBarrier;
+      pe.barrier.id = 1;
+      gate_->BroadcastPriority(pe);
+    }
+    for (Downstream* d : consumers_)
+      for (size_t i = 0; i < d->channels().size(); ++i)
+        for (StreamElement& e : d->Take(i)) drained[d->channels()[i]->name()].push_back(std::move(e));
+    return true;
+  }
+  uint64_t emitted = 0;          // records handed to Emit, counting the one in progress
+  bool snapshot_taken_ = false;
+  uint64_t covered_ = 0;         // what the snapshot's state covers
+  std::map<std::string, std::vector<StreamElement>> drained;
+
+ private:
+  OutputGate* gate_;
+  std::vector<Downstream*> consumers_;
+};
+
+// Issue: a producer with two outgoing edges pushed a batch edge by edge; when the push on the
+// first edge blocked and the task took an unaligned snapshot there, the second edge's barrier
+// was stamped without that batch while the snapshot covered it: after a restore those records
+// were in neither the consumer's state nor the channel state.
+void ExpectSnapshotNeverSplitsABatch(bool hash_first) {
+  Downstream first(hash_first ? 2 : 1, /*capacity=*/1, "first");
+  Downstream second(1, /*capacity=*/1, "second");
+  OutputGate gate(kMaxParallelism);
+  if (hash_first) {
+    gate.AddHashEdge(first.channels());
+  } else {
+    gate.AddForwardEdge(first.channels()[0]);
+  }
+  gate.AddForwardEdge(second.channels()[0]);
+  SnapshotWhileBlocked handler(&gate, {&first, &second});
+  gate.set_blocked_handler(&handler);
+
+  // Full batches, so that each Emit pushes on every channel and the channels fill up.
+  int next = 0;
+  for (int round = 0; round < 3 && !handler.snapshot_taken_; ++round) {
+    RecordBatch batch;
+    for (int i = 0; i < 4 * 2048; ++i) batch.Add(Key(next++));  // ~4096 per hash channel
+    handler.emitted += batch.size();
+    ASSERT_TRUE(gate.Emit(&batch));
+  }
+  ASSERT_TRUE(handler.snapshot_taken_) << "no push blocked: the test did not exercise a blocked fan-out";
+  ASSERT_TRUE(gate.Flush());
+
+  // Every record the snapshot covers must lie before the barrier on every edge: on the forward
+  // edge the barrier's position is the count of records covered; on the hash edge the positions
+  // add up to it.
+  uint64_t first_positions = 0;
+  for (size_t i = 0; i < first.channels().size(); ++i) {
+    std::vector<uint64_t> pos = first.PriorityPositions(i);
+    ASSERT_EQ(pos.size(), 1u);
+    first_positions += pos[0];
+  }
+  std::vector<uint64_t> second_pos = second.PriorityPositions(0);
+  ASSERT_EQ(second_pos.size(), 1u);
+  EXPECT_EQ(first_positions, handler.covered_);
+  EXPECT_EQ(second_pos[0], handler.covered_) << "the snapshot split the batch being emitted across the edges";
+
+  // And every record still arrives once on each edge.
+  for (StreamElement& e : second.Take(0)) handler.drained[second.channels()[0]->name()].push_back(std::move(e));
+  for (size_t i = 0; i < first.channels().size(); ++i)
+    for (StreamElement& e : first.Take(i)) handler.drained[first.channels()[i]->name()].push_back(std::move(e));
+  size_t first_records = 0;
+  for (size_t i = 0; i < first.channels().size(); ++i) first_records += KeysOf(handler.drained[first.channels()[i]->name()]).size();
+  EXPECT_EQ(first_records, static_cast<size_t>(next));
+  EXPECT_EQ(KeysOf(handler.drained[second.channels()[0]->name()]).size(), static_cast<size_t>(next));
+}
+
+TEST(OutputGateTest, SnapshotWhileAFanOutPushIsBlockedCoversTheBatchOnEveryForwardEdge) {
+  ExpectSnapshotNeverSplitsABatch(/*hash_first=*/false);
+}
+
+TEST(OutputGateTest, SnapshotWhileAFanOutPushIsBlockedCoversTheBatchOnHashAndForwardEdges) {
+  ExpectSnapshotNeverSplitsABatch(/*hash_first=*/true);
 }
 
 }  // namespace
