@@ -158,6 +158,12 @@ bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
     // A sink's "output" is what it consumed.
     if (i + 1 == chain_.size() && !out_.has_outputs()) records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
     chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
+    if (chain_[i].keyed_state != nullptr && !chain_[i].keyed_state->foreign_key_error().ok()) {
+      // Never let a record change state its subtask does not own: fail the job loudly.
+      Fail(chain_[i].keyed_state->foreign_key_error().WithContext(
+          "operator " + chain_[i].ctx.operator_id + "[" + std::to_string(chain_[i].ctx.subtask) + "]"));
+      return false;
+    }
     cur = &buffers_[i];
   }
   if (!out_.has_outputs()) return true;
