@@ -317,13 +317,23 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
   return true;
 }
 
-void Task::LoadRestoredChannels() {
+bool Task::LoadRestoredChannels() {
   for (RestoredChannel& rc : restored_channels_) {
     const auto& inputs = in_.inputs();
-    for (size_t slot = 0; slot < inputs.size(); ++slot)
-      if (inputs[slot].channel->name() == rc.name) in_.AddRestored(slot, std::move(rc.records));
+    bool found = false;
+    for (size_t slot = 0; slot < inputs.size() && !found; ++slot)
+      if (inputs[slot].channel->name() == rc.name) {
+        in_.AddRestored(slot, std::move(rc.records));
+        found = true;
+      }
+    if (!found) {
+      // Never drop restored records silently.
+      Fail(Status::Internal("restored in-flight records of channel " + rc.name + ", which is not an input of this task"));
+      return false;
+    }
   }
   restored_channels_.clear();
+  return true;
 }
 
 void Task::RunSource() {
@@ -374,7 +384,7 @@ void Task::RunSource() {
 }
 
 void Task::RunConsumer() {
-  LoadRestoredChannels();
+  if (!LoadRestoredChannels()) return;
   while (true) {
     if (!HandleControl()) return;
     Clock::time_point deadline = Clock::time_point::max();
