@@ -9,6 +9,11 @@
 // fsyncs it; NotifyCheckpointComplete renames the pending files of completed checkpoints. The
 // operator state lists the pending files and the next sequence number, so a restore commits
 // what the restored checkpoint owes and deletes in-progress files written after it.
+//
+// Rescaling (split list state, docs/state.md): the items are the old subtasks' writers (run,
+// subtask, next sequence number, pending files). A subtask restored at another parallelism gets
+// a writer list: it restores each writer as that old subtask would have (commit what it owes,
+// delete what it wrote after the checkpoint), then writes under a new run id.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,34 +30,9 @@
 namespace cairn {
 namespace {
 
-struct Pending {
-  uint64_t seq;
-  CheckpointId checkpoint;
-};
-
-// A subtask's own state: run, next sequence number, pending files (seq, checkpoint). The
-// subtask index is implied by whose state it is; as an item of a writer list (below) it is
-// stored after the run.
-bool DecodeWriter(Decoder* d, std::string* run, uint32_t* subtask, uint64_t* next_seq, std::vector<Pending>* pending) {
-  uint64_t npending, sub = 0;
-  if (!d->GetLengthPrefixed(run) || (subtask != nullptr && !d->GetFixed64(&sub)) || !d->GetFixed64(next_seq) ||
-      !d->GetFixed64(&npending))
-    return false;
-  if (subtask != nullptr) {
-    if (sub > UINT32_MAX) return false;
-    *subtask = static_cast<uint32_t>(sub);
-  }
-  pending->clear();
-  for (uint64_t i = 0; i < npending; ++i) {
-    uint64_t seq, chk;
-    if (!d->GetFixed64(&seq) || !d->GetFixed64(&chk)) return false;
-    pending->push_back({seq, chk});
-  }
-  return true;
-}
-
-// The state of a sink subtask restored at another parallelism: the old writers it must finish.
-constexpr uint64_t kWriterListMagic = 0x3143535277736b73ull;  // "sksw" "RSC1"
+// The state of a sink subtask restored at another parallelism: magic, count, then per old
+// writer (length-prefixed): run, old subtask, and the rest of that subtask's own state.
+constexpr uint64_t kWriterListMagic = 0x3143535277736b73ull;
 
 bool IsWriterList(std::string_view bytes) {
   uint64_t magic = 0;
@@ -71,9 +51,27 @@ bool DecodeWriterList(std::string_view bytes, std::vector<std::string>* items) {
   return d.done();
 }
 
+// Writer item <-> (old subtask, that subtask's own state bytes).
+std::string EncodeWriter(uint32_t subtask, std::string_view state) {
+  std::string item;
+  PutFixed64(&item, subtask);
+  item.append(state.data(), state.size());
+  return item;
+}
+
+bool DecodeWriter(std::string_view item, uint32_t* subtask, std::string* state) {
+  Decoder d(item);
+  uint64_t sub;
+  if (!d.GetFixed64(&sub) || sub > UINT32_MAX) return false;
+  *subtask = static_cast<uint32_t>(sub);
+  state->assign(item.substr(8));
+  return true;
+}
+
 class FileSink final : public Operator {
  public:
   explicit FileSink(const OperatorConfig& c) : dir_(c.GetString("path")) {}
+  explicit FileSink(std::string dir) : dir_(std::move(dir)) {}
   ~FileSink() override {
     if (fd_ >= 0) close(fd_);
   }
@@ -83,42 +81,47 @@ class FileSink final : public Operator {
     subtask_ = ctx.subtask;
     CAIRN_RETURN_IF_ERROR(CreateDirs(dir_).WithContext("operator " + id_));
     if (!ctx.restored_operator_state) {
-      run_ = NewRunId();
+      std::random_device rd;
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%08x", rd());
+      run_ = buf;
       return Status::OK();
     }
-    if (IsWriterList(*ctx.restored_operator_state)) {
-      // Restored at another parallelism: this subtask finishes the writers it was given (commits
-      // what they owe, removes what they wrote after the checkpoint), then writes as a new one.
-      std::vector<std::string> items;
-      if (!DecodeWriterList(*ctx.restored_operator_state, &items))
-        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
-      for (const std::string& item : items) {
-        Decoder d(item);
-        if (!DecodeWriter(&d, &run_, &subtask_, &next_seq_, &pending_) || !d.done())
-          return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
-        CAIRN_RETURN_IF_ERROR(RecoverWriter());
-      }
-      subtask_ = ctx.subtask;
-      next_seq_ = 0;
-      pending_.clear();
-      // A run id no file in the directory uses yet, so no old file can be overwritten.
-      std::vector<std::string> names;
-      CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
-      auto used = [&names](const std::string& run) {
-        for (const std::string& n : names)
-          if (n.find("part-" + run + "-") != std::string::npos) return true;
-        return false;
-      };
-      do run_ = NewRunId();
-      while (used(run_));
-      return Status::OK();
-    }
+    if (IsWriterList(*ctx.restored_operator_state)) return OpenRescaled(ctx);
     Decoder d(*ctx.restored_operator_state);
-    uint32_t own = subtask_;
-    if (!DecodeWriter(&d, &run_, nullptr, &next_seq_, &pending_))
+    uint64_t next_seq, npending;
+    if (!d.GetLengthPrefixed(&run_) || !d.GetFixed64(&next_seq) || !d.GetFixed64(&npending))
       return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
-    subtask_ = own;
-    return RecoverWriter();
+    next_seq_ = next_seq;
+    for (uint64_t i = 0; i < npending; ++i) {
+      uint64_t seq, chk;
+      if (!d.GetFixed64(&seq) || !d.GetFixed64(&chk))
+        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+      pending_.push_back({seq, chk});
+    }
+    // Commit what the restored checkpoint owes. A pending file that is neither in progress nor
+    // committed is lost output: fail rather than silently drop it.
+    for (const Pending& p : pending_) {
+      std::string from = InProgressPath(p.seq), to = CommittedPath(p.seq);
+      if (PathExists(from)) {
+        CAIRN_RETURN_IF_ERROR(Rename(from, to));
+      } else if (!PathExists(to)) {
+        return Status::Corruption("operator " + id_ + ": output file " + from +
+                                  " owed by the checkpoint is missing; the output directory changed");
+      }
+    }
+    pending_.clear();
+    // Discard everything this subtask wrote after the checkpoint.
+    std::vector<std::string> names;
+    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+    std::string prefix = ".part-" + run_ + "-" + std::to_string(subtask_) + "-";
+    for (const std::string& n : names) {
+      if (n.compare(0, prefix.size(), prefix) != 0) continue;
+      uint64_t seq = 0;
+      auto [ptr, ec] = std::from_chars(n.data() + prefix.size(), n.data() + n.size(), seq);
+      if (ec == std::errc() && seq >= next_seq_) CAIRN_RETURN_IF_ERROR(RemoveAll(dir_ + "/" + n));
+    }
+    return FsyncDir(dir_);
   }
 
   void Process(int, const RecordBatch& in, RecordBatch*) override {
@@ -188,39 +191,43 @@ class FileSink final : public Operator {
   }
 
  private:
-  static std::string NewRunId() {
-    std::random_device rd;
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%08x", rd());
-    return buf;
-  }
+  struct Pending {
+    uint64_t seq;
+    CheckpointId checkpoint;
+  };
 
-  // The writer (run_, subtask_, next_seq_, pending_) restored from a checkpoint: commit what the
-  // checkpoint owes, and delete the in-progress files it wrote after the checkpoint.
-  Status RecoverWriter() {
-    // Commit what the restored checkpoint owes. A pending file that is neither in progress nor
-    // committed is lost output: fail rather than silently drop it.
-    for (const Pending& p : pending_) {
-      std::string from = InProgressPath(p.seq), to = CommittedPath(p.seq);
-      if (PathExists(from)) {
-        CAIRN_RETURN_IF_ERROR(Rename(from, to));
-      } else if (!PathExists(to)) {
-        return Status::Corruption("operator " + id_ + ": output file " + from +
-                                  " owed by the checkpoint is missing; the output directory changed");
-      }
+  // Restored at another parallelism (the state is a writer list): restore every old writer as
+  // its own subtask would have, then start as a fresh writer under a run id no file uses yet.
+  Status OpenRescaled(OperatorContext& ctx) {
+    std::vector<std::string> items;
+    if (!DecodeWriterList(*ctx.restored_operator_state, &items))
+      return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+    for (const std::string& item : items) {
+      OperatorContext old = ctx;
+      std::string state;
+      if (!DecodeWriter(item, &old.subtask, &state))
+        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+      old.restored_operator_state = std::move(state);
+      FileSink writer(dir_);
+      CAIRN_RETURN_IF_ERROR(writer.Open(old));
+      CAIRN_RETURN_IF_ERROR(writer.Close());
     }
-    pending_.clear();
-    // Discard everything this writer wrote after the checkpoint.
     std::vector<std::string> names;
     CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
-    std::string prefix = ".part-" + run_ + "-" + std::to_string(subtask_) + "-";
-    for (const std::string& n : names) {
-      if (n.compare(0, prefix.size(), prefix) != 0) continue;
-      uint64_t seq = 0;
-      auto [ptr, ec] = std::from_chars(n.data() + prefix.size(), n.data() + n.size(), seq);
-      if (ec == std::errc() && seq >= next_seq_) CAIRN_RETURN_IF_ERROR(RemoveAll(dir_ + "/" + n));
-    }
-    return FsyncDir(dir_);
+    auto used = [&names](const std::string& run) {
+      for (const std::string& n : names)
+        if (n.find("part-" + run + "-") != std::string::npos) return true;
+      return false;
+    };
+    do {
+      std::random_device rd;
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%08x", rd());
+      run_ = buf;
+    } while (used(run_));
+    next_seq_ = 0;
+    pending_.clear();
+    return Status::OK();
   }
 
   std::string Name(uint64_t seq) const { return run_ + "-" + std::to_string(subtask_) + "-" + std::to_string(seq); }
@@ -274,27 +281,13 @@ OperatorStateRule FileSinkStateRule() {
   // files removed) by exactly one new subtask, so no file is committed twice or by two tasks.
   r.mode = StateRedistribution::kSplit;
   r.to_items = [](std::string_view bytes, uint32_t subtask, uint32_t, std::vector<std::string>* items) {
-    if (IsWriterList(bytes)) {
-      // Writers not yet finished cannot be left in a list: a restore finishes them in Open,
-      // before any checkpoint is taken. Keep them as they are anyway.
-      if (!DecodeWriterList(bytes, items)) return Status::Corruption("damaged sink writer list");
+    if (!IsWriterList(bytes)) {
+      items->push_back(EncodeWriter(subtask, bytes));
       return Status::OK();
     }
-    Decoder d(bytes);
-    std::string run;
-    uint64_t next_seq;
-    std::vector<Pending> pending;
-    if (!DecodeWriter(&d, &run, nullptr, &next_seq, &pending) || !d.done()) return Status::Corruption("damaged sink state");
-    std::string item;
-    PutLengthPrefixed(&item, run);
-    PutFixed64(&item, subtask);
-    PutFixed64(&item, next_seq);
-    PutFixed64(&item, pending.size());
-    for (const Pending& p : pending) {
-      PutFixed64(&item, p.seq);
-      PutFixed64(&item, p.checkpoint);
-    }
-    items->push_back(std::move(item));
+    // A writer list is finished at Open, before any checkpoint, so a checkpoint never holds
+    // one; keep its writers as they are anyway.
+    if (!DecodeWriterList(bytes, items)) return Status::Corruption("damaged sink writer list");
     return Status::OK();
   };
   r.from_items = [](const std::vector<std::string>& items) {
