@@ -23,6 +23,7 @@
 #include "engine/key_groups.h"
 #include "engine/parker.h"
 #include "engine/state_redistribution.h"
+#include "engine/task.h"
 #include "operators/registry.h"
 #include "state/keyed_state.h"
 #include "tests/test_util.h"
@@ -492,6 +493,46 @@ TEST(KeyGroupCheckTest, BankAccountsCreditForAnAccountItDoesNotOwnIsRefused) {
   op->Process(0, in, &out);
   EXPECT_EQ(state.size(), owned);
   EXPECT_FALSE(state.foreign_key_error().ok());
+}
+
+// A task whose keyed head operator receives a record of another subtask's key group fails,
+// naming the operator, the key, its key group and the subtask's range.
+class RecordingListener : public TaskListener {
+ public:
+  void SourceFinished(int) override {}
+  void TaskFailed(int, const Status& s) override { failures.push_back(s); }
+  std::vector<Status> failures;
+};
+
+TEST(KeyGroupCheckTest, TaskFailsWhenItsKeyedOperatorGetsARecordOutsideItsKeyGroups) {
+  ChainedOperator c;
+  c.op = FindOperatorType("count")->create(Config("count", {}));
+  c.ctx = Ctx(0, 2, std::nullopt);
+  c.ctx.operator_id = "count";
+  c.keyed_state = std::make_unique<KeyedInt64State>(kMaxP, c.ctx.key_groups);
+  c.ctx.keyed_state = c.keyed_state.get();
+  ASSERT_TRUE(c.op->Open(c.ctx).ok());
+  KeyedInt64State* state = c.keyed_state.get();
+  std::vector<ChainedOperator> chain;
+  chain.push_back(std::move(c));
+  RecordingListener listener;
+  Task task(0, "count[0]", std::move(chain), kMaxP, "/nonexistent", nullptr, &listener);
+  Parker producer;
+  Channel ch("tokenize[0]->count[0]", 8, &producer, task.parker());
+  task.input_gate()->AddInput(GateInput{&ch, 0});
+  const std::string foreign = KeysOwnedBy(1, 2, 1)[0];
+  auto batch = std::make_unique<RecordBatch>();
+  batch->Add(KeysOwnedBy(0, 2, 1)[0]);
+  batch->Add(foreign);
+  ASSERT_TRUE(ch.Push(StreamElement::OfBatch(std::move(batch))));
+  ASSERT_TRUE(ch.Push(StreamElement::EndOfStream()));
+  task.Run();  // returns once it failed (or, wrongly, at the end of the stream)
+  ASSERT_EQ(listener.failures.size(), 1u);
+  const std::string& m = listener.failures[0].message();
+  EXPECT_THAT(m, HasSubstr("count[0]"));
+  EXPECT_THAT(m, HasSubstr("'" + foreign + "'"));
+  EXPECT_THAT(m, HasSubstr("key groups 0-63"));
+  EXPECT_EQ(state->size(), 1u);
 }
 
 // ---- The input gate: restored records of every channel come before anything new ----------
