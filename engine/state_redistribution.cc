@@ -134,6 +134,24 @@ Status RedistributeOperatorState(const std::string& op, const OperatorStateRule&
     CAIRN_RETURN_IF_ERROR(rule.to_items(it->second, s, old_parallelism, &items)
                               .WithContext("checkpoint " + where + ": operator '" + op + "' subtask " + std::to_string(s)));
   }
+  if (rule.mode == StateRedistribution::kSplit && rule.halve) {
+    // Scaling up: halve items, in passes, until every new subtask can get one.
+    bool progress = true;
+    while (items.size() < new_parallelism && progress) {
+      progress = false;
+      for (size_t k = 0; k < items.size() && items.size() < new_parallelism;) {
+        std::string first, second;
+        if (!rule.halve(items[k], &first, &second)) {
+          ++k;
+          continue;
+        }
+        items[k] = std::move(first);
+        items.insert(items.begin() + static_cast<long>(k) + 1, std::move(second));
+        k += 2;
+        progress = true;
+      }
+    }
+  }
   std::vector<std::vector<std::string>> per(new_parallelism);
   for (size_t k = 0; k < items.size(); ++k) {
     if (rule.mode == StateRedistribution::kSplit) {

@@ -81,6 +81,9 @@ struct OperatorStateRule {
       to_items;
   // The state bytes of a new subtask that gets `items` (possibly none).
   std::function<std::string(const std::vector<std::string>& items)> from_items;
+  // Optional, split only: divides one item into two whose union is the same work, so that a
+  // scaled-up operator has an item for every subtask. False when it cannot be divided.
+  std::function<bool(const std::string& item, std::string* first, std::string* second)> halve;
 };
 
 // The operator state of every new subtask of `op` (new_parallelism of them) from the states

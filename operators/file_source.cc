@@ -24,21 +24,33 @@ namespace {
 // The range-list state: magic, count, then per range (file size, from, to).
 constexpr uint64_t kRangeListMagic = 0x31474e5243727363ull;  // "csrcRNG1"
 
+// Lines starting in [from, to) of a file of `size` bytes. `aligned`: `from` is a line start
+// (else the range starts at the first line start at or after `from`).
 struct ReadRange {
-  uint64_t size, from, to;
+  uint64_t size, from, to, aligned;
 };
+
+void PutRange(std::string* s, const ReadRange& r) {
+  PutFixed64(s, r.size);
+  PutFixed64(s, r.from);
+  PutFixed64(s, r.to);
+  PutFixed64(s, r.aligned);
+}
+
+bool GetRange(Decoder* d, ReadRange* r) {
+  return d->GetFixed64(&r->size) && d->GetFixed64(&r->from) && d->GetFixed64(&r->to) && d->GetFixed64(&r->aligned) &&
+         r->aligned <= 1;
+}
 
 std::string EncodeRange(const ReadRange& r) {
   std::string s;
-  PutFixed64(&s, r.size);
-  PutFixed64(&s, r.from);
-  PutFixed64(&s, r.to);
+  PutRange(&s, r);
   return s;
 }
 
 bool DecodeRange(std::string_view bytes, ReadRange* r) {
   Decoder d(bytes);
-  return d.GetFixed64(&r->size) && d.GetFixed64(&r->from) && d.GetFixed64(&r->to) && d.done();
+  return GetRange(&d, r) && d.done();
 }
 
 bool IsRangeList(std::string_view bytes) {
@@ -52,7 +64,7 @@ bool DecodeRangeList(std::string_view bytes, std::vector<ReadRange>* out) {
   if (!d.GetFixed64(&magic) || magic != kRangeListMagic || !d.GetFixed64(&n)) return false;
   for (uint64_t i = 0; i < n; ++i) {
     ReadRange r;
-    if (!d.GetFixed64(&r.size) || !d.GetFixed64(&r.from) || !d.GetFixed64(&r.to)) return false;
+    if (!GetRange(&d, &r)) return false;
     out->push_back(r);
   }
   return d.done();
@@ -62,7 +74,7 @@ std::string EncodeRangeList(const std::vector<ReadRange>& ranges) {
   std::string s;
   PutFixed64(&s, kRangeListMagic);
   PutFixed64(&s, ranges.size());
-  for (const ReadRange& r : ranges) s += EncodeRange(r);
+  for (const ReadRange& r : ranges) PutRange(&s, r);
   return s;
 }
 
@@ -100,7 +112,7 @@ class FileSource final : public SourceOperator {
       range_list_ = true;
       pending_.assign(ranges.begin(), ranges.end());
       pos_ = end_ = 0;
-      NextRange();
+      if (!NextRange() && failed_) return read_status_;
     } else if (ctx.restored_operator_state) {
       Decoder d(*ctx.restored_operator_state);
       uint64_t pos, size;
@@ -113,23 +125,8 @@ class FileSource final : public SourceOperator {
       pos_ = pos;
     } else if (begin == 0) {
       pos_ = 0;
-    } else {
-      // The first line starting at or after `begin`: just past the first '\n' at >= begin-1.
-      pos_ = begin - 1;
-      buf_off_ = pos_;
-      for (;;) {
-        if (!Fill()) return read_status_;
-        size_t nl = buf_.find('\n', pos_ - buf_off_);
-        if (nl != std::string::npos) {
-          pos_ = buf_off_ + nl + 1;
-          break;
-        }
-        if (eof_) {
-          pos_ = size_;
-          break;
-        }
-        pos_ = buf_off_ + buf_.size();
-      }
+    } else if (!SeekLineStart(begin)) {
+      return read_status_;
     }
     buf_.clear();
     buf_off_ = pos_;
@@ -171,7 +168,7 @@ class FileSource final : public SourceOperator {
     if (failed_) return read_status_;
     if (range_list_) {
       std::vector<ReadRange> left;
-      if (pos_ < end_ && pos_ < size_) left.push_back(ReadRange{size_, pos_, end_});
+      if (pos_ < end_ && pos_ < size_) left.push_back(ReadRange{size_, pos_, end_, 1});
       left.insert(left.end(), pending_.begin(), pending_.end());
       snap->operator_state = EncodeRangeList(left);
       return Status::OK();
@@ -184,18 +181,55 @@ class FileSource final : public SourceOperator {
   Status Close() override { return failed_ ? read_status_ : Status::OK(); }
 
  private:
-  // Range list: makes the next non-empty pending range current. False when none is left.
+  // Sets pos_ to the first line start at or after `at` (size_ when there is none): just past
+  // the first '\n' at or after at-1. False on a read error (read_status_).
+  bool SeekLineStart(uint64_t at) {
+    buf_.clear();
+    eof_ = false;
+    if (at == 0) {
+      pos_ = buf_off_ = 0;
+      return true;
+    }
+    pos_ = at - 1;
+    buf_off_ = pos_;
+    for (;;) {
+      if (!Fill()) return false;
+      size_t nl = buf_.find('\n', pos_ - buf_off_);
+      if (nl != std::string::npos) {
+        pos_ = buf_off_ + nl + 1;
+        break;
+      }
+      if (eof_) {
+        pos_ = size_;
+        break;
+      }
+      pos_ = buf_off_ + buf_.size();
+    }
+    buf_.clear();
+    buf_off_ = pos_;
+    eof_ = false;
+    return true;
+  }
+
+  // Range list: makes the next non-empty pending range current. False when none is left (or
+  // on a read error: failed_ set).
   bool NextRange() {
     while (!pending_.empty()) {
       ReadRange r = pending_.front();
       pending_.pop_front();
       if (r.from >= r.to || r.from >= size_) continue;
-      pos_ = r.from;
       end_ = r.to;
-      buf_.clear();
-      buf_off_ = pos_;
-      eof_ = false;
-      return true;
+      if (r.aligned) {
+        pos_ = r.from;
+        buf_.clear();
+        buf_off_ = pos_;
+        eof_ = false;
+      } else if (!SeekLineStart(r.from)) {
+        failed_ = true;
+        pending_.clear();
+        return false;
+      }
+      if (pos_ < end_ && pos_ < size_) return true;
     }
     return false;
   }
@@ -257,8 +291,18 @@ OperatorStateRule FileSourceStateRule() {
     uint64_t pos, size;
     if (!d.GetFixed64(&pos) || !d.GetFixed64(&size) || !d.done()) return Status::Corruption("damaged source position");
     uint64_t end = size * (subtask + 1) / parallelism;
-    if (pos < end && pos < size) items->push_back(EncodeRange(ReadRange{size, pos, end}));
+    if (pos < end && pos < size) items->push_back(EncodeRange(ReadRange{size, pos, end, 1}));
     return Status::OK();
+  };
+  // Scaling up: a range splits at its middle byte; the second half starts at the first line
+  // start at or after it, exactly as the byte ranges of a fresh start do.
+  r.halve = [](const std::string& item, std::string* first, std::string* second) {
+    ReadRange rr{};
+    if (!DecodeRange(item, &rr) || rr.to <= rr.from || rr.to - rr.from < 2) return false;
+    uint64_t mid = rr.from + (rr.to - rr.from) / 2;
+    *first = EncodeRange(ReadRange{rr.size, rr.from, mid, rr.aligned});
+    *second = EncodeRange(ReadRange{rr.size, mid, rr.to, 0});
+    return true;
   };
   r.from_items = [](const std::vector<std::string>& items) {
     std::vector<ReadRange> ranges;

@@ -84,6 +84,15 @@ class StridedPosition {
       for (const Progression& p : list) items->push_back(EncodeList({p}));
       return Status::OK();
     };
+    // Scaling up: next, next+step, ... splits into the even and the odd terms.
+    r.halve = [](const std::string& item, std::string* first, std::string* second) {
+      std::vector<Progression> list;
+      if (!DecodeList(item, &list) || list.size() != 1 || list[0].step > (int64_t{1} << 31)) return false;
+      const Progression p = list[0];
+      *first = EncodeList({Progression{p.next, 2 * p.step}});
+      *second = EncodeList({Progression{p.next + p.step, 2 * p.step}});
+      return true;
+    };
     r.from_items = [](const std::vector<std::string>& items) {
       std::vector<Progression> list;
       for (const std::string& it : items) DecodeList(it, &list);

@@ -304,12 +304,17 @@ OperatorContext Ctx(uint32_t subtask, uint32_t p, const std::optional<std::strin
 // Runs a source of `type` through parallelism 2, then 3, then 1 (each subtask reading
 // `per_phase` polls of 3 records before a snapshot, the last phase to the end) and returns
 // every emitted line.
-std::multiset<std::string> RunSourceRescaled(const std::string& type, const std::map<std::string, std::string>& params) {
+// With `busy`, also expects every subtask of every phase but the last to emit something (scaling
+// up halves the remaining work).
+std::multiset<std::string> RunSourceRescaled(const std::string& type, const std::map<std::string, std::string>& params,
+                                             const std::vector<uint32_t>& phases = {2, 3, 1}, bool busy = false) {
   const OperatorType* t = FindOperatorType(type);
   std::multiset<std::string> emitted;
   std::map<uint32_t, std::string> states;
   uint32_t p = 0;
-  for (uint32_t phase_p : {2u, 3u, 1u}) {
+  for (size_t phase = 0; phase < phases.size(); ++phase) {
+    const uint32_t phase_p = phases[phase];
+    const bool last = phase + 1 == phases.size();
     std::map<uint32_t, std::string> next;
     if (p != 0) EXPECT_TRUE(RedistributeOperatorState("op", t->state, p, states, phase_p, "chk", &next).ok());
     std::map<uint32_t, std::string> snapshots;
@@ -318,13 +323,16 @@ std::multiset<std::string> RunSourceRescaled(const std::string& type, const std:
       auto* src = dynamic_cast<SourceOperator*>(op.get());
       OperatorContext ctx = Ctx(j, phase_p, p == 0 ? std::nullopt : std::optional<std::string>(next.at(j)));
       EXPECT_TRUE(op->Open(ctx).ok());
-      for (int polls = 0; phase_p == 1 || polls < 2; ++polls) {
+      size_t n = 0;
+      for (int polls = 0; last || polls < 2; ++polls) {
         RecordBatch b;
         Operator::Clock::time_point resume;
         auto r = src->Poll(&b, 3, &resume);
+        n += b.size();
         for (size_t i = 0; i < b.size(); ++i) emitted.insert(std::string(b.key(i)));
         if (r == SourceOperator::PollResult::kExhausted) break;
       }
+      if (busy && !last) EXPECT_GT(n, 0u) << type << " subtask " << j << " of " << phase_p;
       OperatorSnapshot snap;
       EXPECT_TRUE(op->SnapshotState(1, &snap).ok());
       snapshots[j] = snap.operator_state;
@@ -346,6 +354,43 @@ TEST(SourceRescaleTest, FileSourceReadsEveryLineExactlyOnceAcross2To3To1) {
   }
   testing::WriteText(dir / "in.txt", text);
   EXPECT_EQ(RunSourceRescaled("file_source", {{"path", dir / "in.txt"}}), all);
+}
+
+TEST(SourceRescaleTest, FileSourceScaledUpGivesEverySubtaskAShareAcross1To4To2To3) {
+  testing::ScratchDir dir;
+  std::string text;
+  std::multiset<std::string> all;
+  for (int i = 0; i < 200; ++i) {
+    std::string line = "l" + std::to_string(i) + std::string(i % 13, 'y');
+    text += line + "\n";
+    all.insert(line);
+  }
+  testing::WriteText(dir / "in.txt", text);
+  EXPECT_EQ(RunSourceRescaled("file_source", {{"path", dir / "in.txt"}}, {1, 4, 2, 3, 1}, true), all);
+}
+
+TEST(SourceRescaleTest, GeneratorScaledUpGivesEverySubtaskAShare) {
+  std::map<std::string, std::string> params{{"words", "400"}, {"words_per_line", "2"}, {"vocabulary", "1000"}};
+  EXPECT_EQ(RunSourceRescaled("generator", params, {1, 4, 2, 3, 1}, true).size(), 200u);
+}
+
+TEST(OperatorStateRedistributionTest, SplitHalvesItemsWhenThereAreFewerThanSubtasks) {
+  OperatorStateRule r = ListRule(StateRedistribution::kSplit);
+  r.halve = [](const std::string& item, std::string* a, std::string* b) {
+    if (item.size() < 2) return false;
+    *a = item.substr(0, item.size() / 2);
+    *b = item.substr(item.size() / 2);
+    return true;
+  };
+  r.to_items = [](std::string_view bytes, uint32_t, uint32_t, std::vector<std::string>* items) {
+    items->push_back(std::string(bytes));
+    return Status::OK();
+  };
+  std::map<uint32_t, std::string> out;
+  ASSERT_TRUE(RedistributeOperatorState("op", r, 1, {{0, "abcdefgh"}}, 4, "chk", &out).ok());
+  EXPECT_EQ(out, (std::map<uint32_t, std::string>{{0, "ab,"}, {1, "cd,"}, {2, "ef,"}, {3, "gh,"}}));
+  ASSERT_TRUE(RedistributeOperatorState("op", r, 2, {{0, "a"}, {1, "bc"}}, 3, "chk", &out).ok());
+  EXPECT_EQ(out, (std::map<uint32_t, std::string>{{0, "a,"}, {1, "b,"}, {2, "c,"}}));
 }
 
 TEST(SourceRescaleTest, GeneratorEmitsEveryLineExactlyOnceAcross2To3To1) {
