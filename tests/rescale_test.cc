@@ -763,13 +763,16 @@ TEST(RescaleEndToEnd, BankUnalignedAccountsOnly2To3To1ConservesMoneyAndEnds) {
 // jobs/wordcount.yaml on a small generated input, paced: parallelism 2, killed after its first
 // checkpoint; restored (latest) at 3, killed after a further checkpoint; restored (latest) at 1
 // and run to its end. The committed output is exactly once.
-void WordCountRescales(const std::string& mode) {
+// With `backpressure`, jobs/wordcount-backpressure.yaml instead (a throttle on a forward edge
+// after count), killed only after checkpoints that hold in-flight records: the forward edge's
+// and the hash edge's channel state are redistributed.
+void WordCountRescales(const std::string& mode, bool backpressure = false) {
   ScratchDir dir;
   const std::string input = dir / "in.txt";
   RunResult g = RunCairn({"generate", "--out", input, "--words", "60000", "--words-per-line", "6", "--vocabulary", "500"});
   ASSERT_EQ(g.exit_code, 0) << g.err;
   const std::string ck = dir / "ck";
-  std::vector<std::string> args = {"run", SourceDir() + "/jobs/wordcount.yaml", "--quiet",
+  std::vector<std::string> args = {"run", SourceDir() + (backpressure ? "/jobs/wordcount-backpressure.yaml" : "/jobs/wordcount.yaml"), "--quiet",
                                    "--set", "checkpoint.dir=" + ck,
                                    "--set", "checkpoint.mode=" + mode,
                                    "--set", "checkpoint.interval=50ms",
@@ -777,7 +780,17 @@ void WordCountRescales(const std::string& mode) {
                                    "--set", "operators.source.rate=2000",
                                    "--set", "operators.sink.path=" + dir / "out",
                                    "--restore", "latest"};
-  auto any = [](const std::string&) { return true; };
+  if (backpressure) args = With(args, {"--set", "operators.throttle.rate=15000"});
+  // Backpressure: a checkpoint whose throttle subtasks hold records of the forward edge from count.
+  auto any = [backpressure](const std::string& md) {
+    if (!backpressure) return true;
+    std::istringstream in(md);
+    for (std::string line; std::getline(in, line);) {
+      size_t at = line.find(" channel_state_bytes=");
+      if (line.rfind("subtask op=throttle ", 0) == 0 && at != std::string::npos && line[at + 21] != '0') return true;
+    }
+    return false;
+  };
   RunResult ended;
   uint64_t first = KillAfterCheckpoint(args, ck, dir.path(), LatestId(ck), any, &ended);
   ASSERT_GT(first, 0u) << "the job ended (exit " << ended.exit_code << ") before its first checkpoint";
@@ -786,7 +799,9 @@ void WordCountRescales(const std::string& mode) {
   ASSERT_GT(second, 0u) << "the job ended (exit " << ended.exit_code << ") before a checkpoint; "
                         << ReadText(dir / "err.log");
   EXPECT_THAT(Completed(ck)[second], ::testing::HasSubstr("op=source index=2 parallelism=3"));
-  RunResult last = RunCairn(With(args, {"--set", "parallelism=1", "--set", "operators.source.rate=0"}));
+  std::vector<std::string> unpaced = {"--set", "parallelism=1", "--set", "operators.source.rate=0"};
+  if (backpressure) unpaced = With(unpaced, {"--set", "operators.throttle.rate=1000000000"});
+  RunResult last = RunCairn(With(args, unpaced));
   ASSERT_EQ(last.exit_code, 0) << last.err;
   EXPECT_THAT(last.out, ::testing::HasSubstr("restored from checkpoint"));
   EXPECT_THAT(Completed(ck).rbegin()->second, ::testing::HasSubstr("op=sink index=0 parallelism=1"));
@@ -796,6 +811,10 @@ void WordCountRescales(const std::string& mode) {
 TEST(RescaleEndToEnd, WordCountUnaligned2To3To1IsExactlyOnce) { WordCountRescales("unaligned"); }
 
 TEST(RescaleEndToEnd, WordCountAligned2To3To1IsExactlyOnce) { WordCountRescales("aligned"); }
+
+TEST(RescaleEndToEnd, WordCountBackpressureUnaligned2To3To1WithInFlightRecordsIsExactlyOnce) {
+  WordCountRescales("unaligned", true);
+}
 
 }  // namespace
 }  // namespace cairn::testing
