@@ -27,6 +27,7 @@
 #include "operators/registry.h"
 #include "state/keyed_state.h"
 #include "tests/test_util.h"
+#include "tests/tree_snapshot.h"
 #include "tests/wordcount_check.h"
 
 namespace cairn {
@@ -758,6 +759,26 @@ TEST(RescaleEndToEnd, BankAligned2To3To1ConservesMoneyAndEnds) { BankRescales("a
 
 TEST(RescaleEndToEnd, BankUnalignedAccountsOnly2To3To1ConservesMoneyAndEnds) {
   BankRescales("unaligned", "operators.accounts.parallelism");
+}
+
+// What cannot be redistributed is refused before anything on disk changes: in-flight records of
+// the feedback edge, restored into a job where accounts no longer reads its own output. (In
+// aligned mode a checkpoint's channel state is only ever the feedback edge's.)
+TEST(RescaleEndToEnd, InFlightRecordsOfAnEdgeTheJobNoLongerHasAreRefusedAndNothingChanges) {
+  ScratchDir dir;
+  const std::string ck = dir / "ck";
+  RunResult ended;
+  uint64_t first = KillAfterCheckpoint(
+      BankArgs(dir, "aligned"), ck, dir.path(), 0,
+      [](const std::string& md) { return Field(md, "channel_state_bytes") > 0; }, &ended);
+  ASSERT_GT(first, 0u) << "the job ended (exit " << ended.exit_code << ") first";
+  const Tree before = TreeSnapshot(dir.path());
+  RunResult r = RunCairn(With(BankArgs(dir, "aligned"), {"--set", "operators.accounts.inputs=requests", "--set",
+                                                        "parallelism=3", "--restore",
+                                                        ck + "/chk-" + std::to_string(first)}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr("no edge from 'accounts' to 'accounts'"));
+  EXPECT_TRUE(SameTree(before, TreeSnapshot(dir.path())));
 }
 
 // jobs/wordcount.yaml on a small generated input, paced: parallelism 2, killed after its first
