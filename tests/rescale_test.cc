@@ -195,7 +195,7 @@ TEST(ChannelStateRedistributionTest, FeedbackEdgeOfACycleIsRedistributedLikeAnyH
   EXPECT_EQ(total, 40u);
 }
 
-TEST(ChannelStateRedistributionTest, RejectsARecorditsRecordingSubtaskDidNotOwn) {
+TEST(ChannelStateRedistributionTest, RejectsARecordItsRecordingSubtaskDidNotOwn) {
   std::vector<RecordedChannel> recorded = {Recorded("up[0]->down[0]", 0, KeysOwnedBy(1, 2, 1))};
   RestoredChannelsByTask out;
   Status s = RedistributeChannelState(recorded, {Edge("up", "down", true, 2, 2, 3, 3)}, kMaxP, "chk-7", &out);
