@@ -71,6 +71,10 @@ void InputGate::AddRestored(size_t ch, RecordBatch records) {
   StreamElement e = StreamElement::OfBatch(std::make_unique<RecordBatch>(std::move(records)));
   s.overflow.push_front(std::move(e));
   inputs_[ch].channel->NoteReadAhead();
+  if (!s.restored_pending) {
+    s.restored_pending = true;
+    ++restored_pending_;
+  }
 }
 
 void InputGate::CopyRange(const RecordBatch& b, uint64_t first_pos, size_t first_row, size_t rows, Recording& r,
@@ -134,6 +138,10 @@ bool InputGate::PopElement(size_t ch, StreamElement* e) {
   if (!s.overflow.empty()) {
     *e = std::move(s.overflow.front());
     s.overflow.pop_front();
+    if (s.restored_pending) {
+      s.restored_pending = false;
+      --restored_pending_;
+    }
     inputs_[ch].channel->ReadAheadConsumed();
     return true;
   }
@@ -197,6 +205,7 @@ GateEvent InputGate::Poll() {
     size_t i = (first + k) % n;
     ChannelState& s = state_[i];
     if (s.blocked || s.end_of_stream) continue;
+    if (restored_pending_ > 0 && !s.restored_pending) continue;  // restored records first
     StreamElement e;
     if (!PopElement(i, &e)) continue;
     next_ = (i + 1) % n;

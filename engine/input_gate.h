@@ -80,6 +80,9 @@ class InputGate {
   // Restore: `records` were in flight on channel `slot` when the restored checkpoint was taken.
   // They are read before anything the channel brings now, and count as part of the channel,
   // so a checkpoint taken while they are replayed records what is left of them. Before Poll.
+  // Until every channel's restored records have been delivered, Poll delivers no new data
+  // (from any channel): after a rescale, records of one key may have been recorded on another
+  // channel than the one that now brings that key's new records, and must come first.
   void AddRestored(size_t slot, RecordBatch records);
   // The task calls this right before it processes rows [begin, end) of a batch from `slot`:
   // they count as consumed, and are copied into the channel state of any checkpoint that was
@@ -107,6 +110,7 @@ class InputGate {
     uint64_t consumed = 0;              // records processed by the task (MarkProcessed)
     uint64_t received = 0;              // records taken off the channel's queue
     uint64_t restored = 0;              // restored records ahead of the producer's position 0
+    bool restored_pending = false;      // the restored records are still at the overflow's front
     CheckpointId barrier_done = 0;      // highest checkpoint whose barrier this channel delivered
     std::deque<StreamElement> overflow; // taken off the queue ahead of time; read before it
   };
@@ -147,6 +151,7 @@ class InputGate {
   std::deque<ChannelState> state_;  // a deque: ChannelState is not copyable
   size_t next_ = 0;  // round-robin start
   size_t regular_ = 0;  // channels that are not feedback channels
+  size_t restored_pending_ = 0;  // channels whose restored records have not been delivered
   size_t ended_input_ = 0;
   size_t ended_stream_ = 0;
   bool end_of_input_reported_ = false;

@@ -20,6 +20,7 @@
 #include "engine/execution_plan.h"
 #include "engine/file_util.h"
 #include "engine/snapshot_persister.h"
+#include "engine/state_redistribution.h"
 #include "engine/task.h"
 #include "operators/registry.h"
 #include "state/checkpoint_format.h"
@@ -136,17 +137,6 @@ Schema EmittedSchema(const JobSpec& spec, int op) {
   return Schema{};
 }
 
-std::set<std::string> AllChannelNames(const JobSpec& spec, const ExecutionPlan& plan) {
-  std::set<std::string> names;
-  for (const PlanEdge& e : plan.edges) {
-    uint32_t pf = plan.chains[e.from_chain].parallelism, pt = plan.chains[e.to_chain].parallelism;
-    for (uint32_t i = 0; i < pf; ++i)
-      for (uint32_t j = 0; j < pt; ++j)
-        if (e.hash || i == j) names.insert(ChannelName(spec, plan, e, i, j));
-  }
-  return names;
-}
-
 Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunOptions& opt, RestorePlan* plan) {
   if (opt.restore.empty()) return Status::OK();
   CheckpointStore store(spec.checkpoint.dir);
@@ -170,34 +160,29 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
     return Status::InvalidArgument("checkpoint " + where + " was taken with max_parallelism " +
                                    std::to_string(m.max_parallelism) + " but the job has " +
                                    std::to_string(spec.max_parallelism) + "; key groups cannot be remapped");
+  std::map<std::string, uint32_t> old_parallelism;                          // op -> in the checkpoint
+  std::map<std::string, std::map<uint32_t, std::string>> old_operator_state;  // op -> subtask -> bytes
+  std::vector<RecordedChannel> recorded;                                     // every channel's records
   for (const SubtaskStateHandle& h : m.subtasks) {
     const OperatorConfig* op = spec.Find(h.operator_id);
     if (op == nullptr)
       return Status::InvalidArgument("checkpoint " + where + " has state for operator '" + h.operator_id +
                                      "', which the job does not have");
     const OperatorType* type = FindOperatorType(op->type);
+    old_parallelism[h.operator_id] = h.parallelism;
     if (!h.operator_state_file.empty()) {
-      if (h.parallelism != op->parallelism)
-        return Status::InvalidArgument("operator '" + h.operator_id + "' had parallelism " + std::to_string(h.parallelism) +
-                                       " in checkpoint " + where + " but has " + std::to_string(op->parallelism) +
-                                       " now; only keyed state can be redistributed");
       std::string bytes;
       CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(where + "/" + h.operator_state_file, &bytes));
-      plan->operator_state[{h.operator_id, h.subtask}] = std::move(bytes);
+      old_operator_state[h.operator_id][h.subtask] = std::move(bytes);
     }
     if (!h.channel_state_file.empty()) {
       std::string path = where + "/" + h.channel_state_file;
       std::string bytes;
       CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, &bytes));
-      auto& out = plan->channels[{h.operator_id, h.subtask}];
+      std::vector<RestoredChannel> out;
       if (!DecodeChannelState(bytes, &out))
         return Status::Corruption(path + ": damaged (channel state records do not parse)");
-      std::set<std::string> names = AllChannelNames(spec, exec);
-      for (const RestoredChannel& rc : out)
-        if (names.count(rc.name) == 0)
-          return Status::InvalidArgument("checkpoint " + where + " holds in-flight records of channel " + rc.name +
-                                         ", which the job does not have (a changed parallelism or topology); "
-                                         "restore it with the job's original operators and parallelism");
+      for (RestoredChannel& rc : out) recorded.push_back(RecordedChannel{h.subtask, std::move(rc)});
     }
     if (!h.keyed_dir.empty()) {
       if (type == nullptr || !type->keyed)
@@ -212,7 +197,32 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
       plan->keyed[h.operator_id].push_back(KeyedSnapshotHandle{dir, h.key_groups});
     }
   }
-  return Status::OK();
+  // Operator state and channel state go to the subtasks of the job's parallelism, by the rules
+  // of engine/state_redistribution.h (identity where the parallelism is unchanged).
+  for (const auto& [id, old] : old_operator_state) {
+    const OperatorConfig* op = spec.Find(id);
+    std::map<uint32_t, std::string> now;
+    CAIRN_RETURN_IF_ERROR(RedistributeOperatorState(id, FindOperatorType(op->type)->state, old_parallelism[id], old,
+                                                    op->parallelism, where, &now));
+    for (auto& [subtask, bytes] : now) plan->operator_state[{id, subtask}] = std::move(bytes);
+  }
+  std::vector<ChannelEdge> edges;
+  for (const PlanEdge& e : exec.edges) {
+    ChannelEdge ce;
+    ce.producer = spec.operators[exec.chains[e.from_chain].ops.back()].id;
+    ce.consumer = spec.operators[exec.chains[e.to_chain].ops.front()].id;
+    ce.hash = e.hash;
+    ce.new_producers = exec.chains[e.from_chain].parallelism;
+    ce.new_consumers = exec.chains[e.to_chain].parallelism;
+    auto old_p = [&old_parallelism](const std::string& op, uint32_t now) {
+      auto it = old_parallelism.find(op);
+      return it == old_parallelism.end() ? now : it->second;
+    };
+    ce.old_producers = old_p(ce.producer, ce.new_producers);
+    ce.old_consumers = old_p(ce.consumer, ce.new_consumers);
+    edges.push_back(ce);
+  }
+  return RedistributeChannelState(recorded, edges, spec.max_parallelism, where, &plan->channels);
 }
 
 }  // namespace

@@ -158,6 +158,12 @@ bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
     // A sink's "output" is what it consumed.
     if (i + 1 == chain_.size() && !out_.has_outputs()) records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
     chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
+    if (chain_[i].keyed_state != nullptr && !chain_[i].keyed_state->foreign_key_error().ok()) {
+      // Never let a record change state its subtask does not own: fail the job loudly.
+      Fail(chain_[i].keyed_state->foreign_key_error().WithContext(
+          "operator " + chain_[i].ctx.operator_id + "[" + std::to_string(chain_[i].ctx.subtask) + "]"));
+      return false;
+    }
     cur = &buffers_[i];
   }
   if (!out_.has_outputs()) return true;
@@ -311,13 +317,23 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
   return true;
 }
 
-void Task::LoadRestoredChannels() {
+bool Task::LoadRestoredChannels() {
   for (RestoredChannel& rc : restored_channels_) {
     const auto& inputs = in_.inputs();
-    for (size_t slot = 0; slot < inputs.size(); ++slot)
-      if (inputs[slot].channel->name() == rc.name) in_.AddRestored(slot, std::move(rc.records));
+    bool found = false;
+    for (size_t slot = 0; slot < inputs.size() && !found; ++slot)
+      if (inputs[slot].channel->name() == rc.name) {
+        in_.AddRestored(slot, std::move(rc.records));
+        found = true;
+      }
+    if (!found) {
+      // Never drop restored records silently.
+      Fail(Status::Internal("restored in-flight records of channel " + rc.name + ", which is not an input of this task"));
+      return false;
+    }
   }
   restored_channels_.clear();
+  return true;
 }
 
 void Task::RunSource() {
@@ -368,7 +384,7 @@ void Task::RunSource() {
 }
 
 void Task::RunConsumer() {
-  LoadRestoredChannels();
+  if (!LoadRestoredChannels()) return;
   while (true) {
     if (!HandleControl()) return;
     Clock::time_point deadline = Clock::time_point::max();

@@ -99,7 +99,7 @@ class Task : public BlockedHandler {
                       bool wait_for_channel_state);
   void OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs);
   void SubmitReadyJobs();
-  void LoadRestoredChannels();
+  bool LoadRestoredChannels();  // false (and failed) when a channel is not an input
   void PrintState();
   bool FinishChain(size_t from);
   void Fail(const Status& s);

@@ -43,11 +43,11 @@ class BankRequests final : public SourceOperator {
   Status Open(OperatorContext& ctx) override { return pos_.Open(ctx, "request position"); }
 
   PollResult Poll(RecordBatch* out, size_t max_records, Clock::time_point* resume_at) override {
-    if (pos_.next() >= count_) return PollResult::kExhausted;
+    if (!pos_.Valid(count_)) return PollResult::kExhausted;
     size_t allowed = limiter_.Allowed(max_records, resume_at);
     if (allowed == 0) return PollResult::kWait;
     size_t n = 0;
-    for (; n < allowed && pos_.next() < count_; ++n, pos_.Advance()) {
+    for (; n < allowed && pos_.Valid(count_); ++n, pos_.Advance()) {
       uint64_t h = Mix(seed_ * 0x100000001b3ull ^ static_cast<uint64_t>(pos_.next()));
       int64_t from = static_cast<int64_t>(h % static_cast<uint64_t>(accounts_));
       int64_t to = accounts_ > 1 ? (from + 1 + static_cast<int64_t>(Mix(h) % static_cast<uint64_t>(accounts_ - 1))) % accounts_

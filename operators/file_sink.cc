@@ -9,6 +9,11 @@
 // fsyncs it; NotifyCheckpointComplete renames the pending files of completed checkpoints. The
 // operator state lists the pending files and the next sequence number, so a restore commits
 // what the restored checkpoint owes and deletes in-progress files written after it.
+//
+// Rescaling (split list state, docs/state.md): the items are the old subtasks' writers (run,
+// subtask, next sequence number, pending files). A subtask restored at another parallelism gets
+// a writer list: it restores each writer as that old subtask would have (commit what it owes,
+// delete what it wrote after the checkpoint), then writes under a new run id.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,9 +30,48 @@
 namespace cairn {
 namespace {
 
+// The state of a sink subtask restored at another parallelism: magic, count, then per old
+// writer (length-prefixed): run, old subtask, and the rest of that subtask's own state.
+constexpr uint64_t kWriterListMagic = 0x3143535277736b73ull;
+
+bool IsWriterList(std::string_view bytes) {
+  uint64_t magic = 0;
+  return bytes.size() >= 16 && Decoder(bytes).GetFixed64(&magic) && magic == kWriterListMagic;
+}
+
+bool DecodeWriterList(std::string_view bytes, std::vector<std::string>* items) {
+  Decoder d(bytes);
+  uint64_t magic, n;
+  if (!d.GetFixed64(&magic) || magic != kWriterListMagic || !d.GetFixed64(&n)) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string item;
+    if (!d.GetLengthPrefixed(&item)) return false;
+    items->push_back(std::move(item));
+  }
+  return d.done();
+}
+
+// Writer item <-> (old subtask, that subtask's own state bytes).
+std::string EncodeWriter(uint32_t subtask, std::string_view state) {
+  std::string item;
+  PutFixed64(&item, subtask);
+  item.append(state.data(), state.size());
+  return item;
+}
+
+bool DecodeWriter(std::string_view item, uint32_t* subtask, std::string* state) {
+  Decoder d(item);
+  uint64_t sub;
+  if (!d.GetFixed64(&sub) || sub > UINT32_MAX) return false;
+  *subtask = static_cast<uint32_t>(sub);
+  state->assign(item.substr(8));
+  return true;
+}
+
 class FileSink final : public Operator {
  public:
   explicit FileSink(const OperatorConfig& c) : dir_(c.GetString("path")) {}
+  explicit FileSink(std::string dir) : dir_(std::move(dir)) {}
   ~FileSink() override {
     if (fd_ >= 0) close(fd_);
   }
@@ -43,6 +87,7 @@ class FileSink final : public Operator {
       run_ = buf;
       return Status::OK();
     }
+    if (IsWriterList(*ctx.restored_operator_state)) return OpenRescaled(ctx);
     Decoder d(*ctx.restored_operator_state);
     uint64_t next_seq, npending;
     if (!d.GetLengthPrefixed(&run_) || !d.GetFixed64(&next_seq) || !d.GetFixed64(&npending))
@@ -151,6 +196,40 @@ class FileSink final : public Operator {
     CheckpointId checkpoint;
   };
 
+  // Restored at another parallelism (the state is a writer list): restore every old writer as
+  // its own subtask would have, then start as a fresh writer under a run id no file uses yet.
+  Status OpenRescaled(OperatorContext& ctx) {
+    std::vector<std::string> items;
+    if (!DecodeWriterList(*ctx.restored_operator_state, &items))
+      return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+    for (const std::string& item : items) {
+      OperatorContext old = ctx;
+      std::string state;
+      if (!DecodeWriter(item, &old.subtask, &state))
+        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+      old.restored_operator_state = std::move(state);
+      FileSink writer(dir_);
+      CAIRN_RETURN_IF_ERROR(writer.Open(old));
+      CAIRN_RETURN_IF_ERROR(writer.Close());
+    }
+    std::vector<std::string> names;
+    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+    auto used = [&names](const std::string& run) {
+      for (const std::string& n : names)
+        if (n.find("part-" + run + "-") != std::string::npos) return true;
+      return false;
+    };
+    do {
+      std::random_device rd;
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%08x", rd());
+      run_ = buf;
+    } while (used(run_));
+    next_seq_ = 0;
+    pending_.clear();
+    return Status::OK();
+  }
+
   std::string Name(uint64_t seq) const { return run_ + "-" + std::to_string(subtask_) + "-" + std::to_string(seq); }
   std::string InProgressPath(uint64_t seq) const { return dir_ + "/.part-" + Name(seq) + ".inprogress"; }
   std::string CommittedPath(uint64_t seq) const { return dir_ + "/part-" + Name(seq); }
@@ -195,5 +274,30 @@ class FileSink final : public Operator {
 }  // namespace
 
 std::unique_ptr<Operator> NewFileSink(const OperatorConfig& c) { return std::make_unique<FileSink>(c); }
+
+OperatorStateRule FileSinkStateRule() {
+  OperatorStateRule r;
+  // Split: every old writer is finished (its pending files committed, its later in-progress
+  // files removed) by exactly one new subtask, so no file is committed twice or by two tasks.
+  r.mode = StateRedistribution::kSplit;
+  r.to_items = [](std::string_view bytes, uint32_t subtask, uint32_t, std::vector<std::string>* items) {
+    if (!IsWriterList(bytes)) {
+      items->push_back(EncodeWriter(subtask, bytes));
+      return Status::OK();
+    }
+    // A writer list is finished at Open, before any checkpoint, so a checkpoint never holds
+    // one; keep its writers as they are anyway.
+    if (!DecodeWriterList(bytes, items)) return Status::Corruption("damaged sink writer list");
+    return Status::OK();
+  };
+  r.from_items = [](const std::vector<std::string>& items) {
+    std::string s;
+    PutFixed64(&s, kWriterListMagic);
+    PutFixed64(&s, items.size());
+    for (const std::string& it : items) PutLengthPrefixed(&s, it);
+    return s;
+  };
+  return r;
+}
 
 }  // namespace cairn

@@ -67,11 +67,11 @@ class GeneratorSource final : public SourceOperator {
   Status Open(OperatorContext& ctx) override { return pos_.Open(ctx, "generator position"); }
 
   PollResult Poll(RecordBatch* out, size_t max_records, Clock::time_point* resume_at) override {
-    if (pos_.next() >= gen_.lines()) return PollResult::kExhausted;
+    if (!pos_.Valid(gen_.lines())) return PollResult::kExhausted;
     size_t allowed = limiter_.Allowed(max_records, resume_at);
     if (allowed == 0) return PollResult::kWait;
     size_t n = 0;
-    for (; n < allowed && pos_.next() < gen_.lines(); ++n, pos_.Advance()) {
+    for (; n < allowed && pos_.Valid(gen_.lines()); ++n, pos_.Advance()) {
       line_.clear();
       gen_.Line(pos_.next(), &line_);
       out->Add(line_);
@@ -95,5 +95,7 @@ class GeneratorSource final : public SourceOperator {
 }  // namespace
 
 std::unique_ptr<Operator> NewGeneratorSource(const OperatorConfig& c) { return std::make_unique<GeneratorSource>(c); }
+
+OperatorStateRule StridedSourceStateRule() { return StridedPosition::Rule(); }
 
 }  // namespace cairn

@@ -5,6 +5,7 @@
 
 #include "engine/job_spec.h"
 #include "engine/operator.h"
+#include "engine/state_redistribution.h"
 
 namespace cairn {
 
@@ -17,5 +18,11 @@ std::unique_ptr<Operator> NewDiscardSink(const OperatorConfig& c);
 std::unique_ptr<Operator> NewThrottle(const OperatorConfig& c);
 std::unique_ptr<Operator> NewBankRequests(const OperatorConfig& c);
 std::unique_ptr<Operator> NewBankAccounts(const OperatorConfig& c);
+
+// How the operator state of each stateful type is redistributed when its parallelism changes
+// at a restore (docs/state.md, "Rescaling").
+OperatorStateRule FileSourceStateRule();   // split: the byte ranges still to read
+OperatorStateRule StridedSourceStateRule();  // split: generator, bank_requests (operators/strided_position.h)
+OperatorStateRule FileSinkStateRule();     // split: the writers whose files must be committed
 
 }  // namespace cairn

@@ -93,6 +93,13 @@ static std::vector<OperatorType> BuildTable() {
       NewBankAccounts});
   t.push_back(OperatorType{"discard_sink", OperatorRole::kSink, false, Schema{}, {},
                            "Counts and drops its input (for benchmarks).", NewDiscardSink});
+  // Operator-state redistribution at a rescale, one rule per stateful type; every other type
+  // keeps no operator state (keyed state is redistributed by key group).
+  for (OperatorType& type : t) {
+    if (type.name == "file_source") type.state = FileSourceStateRule();
+    if (type.name == "generator" || type.name == "bank_requests") type.state = StridedSourceStateRule();
+    if (type.name == "file_sink") type.state = FileSinkStateRule();
+  }
   return t;
 }
 

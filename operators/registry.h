@@ -14,6 +14,7 @@
 
 #include "engine/job_spec.h"
 #include "engine/operator.h"
+#include "engine/state_redistribution.h"
 
 namespace cairn {
 
@@ -40,6 +41,9 @@ struct OperatorType {
   std::string doc;
   std::function<std::unique_ptr<Operator>(const OperatorConfig&)> create;
   bool chain_head = false;  // always starts its own chain (its Admit paces the whole task)
+  // How its operator state is redistributed when a restore changes its parallelism
+  // (docs/state.md, "Rescaling"); kNone: it keeps no operator state.
+  OperatorStateRule state;
 
   const ParamSpec* FindParam(std::string_view name) const;
 };

@@ -130,7 +130,21 @@ void KeyedInt64State::PrefetchKey(uint64_t hash) const {
   if (s.used) __builtin_prefetch(s.key);
 }
 
+void KeyedInt64State::RecordForeignKey(std::string_view key, uint64_t hash) const {
+  if (!foreign_key_error_.ok()) return;
+  std::string shown(key.substr(0, 64));
+  if (key.size() > 64) shown += "...";
+  foreign_key_error_ = Status::Internal("key '" + shown + "' of key group " +
+                                        std::to_string(KeyGroupOf(hash, max_parallelism_)) +
+                                        " reached the keyed state of a subtask that owns key groups " + range_.ToString() +
+                                        " only: a record was delivered to the wrong subtask");
+}
+
 int64_t KeyedInt64State::AddHashed(std::string_view key, uint64_t hash, int64_t delta) {
+  if (__builtin_expect(!Owns(hash), 0)) {
+    RecordForeignKey(key, hash);
+    return 0;
+  }
   bool inserted;
   size_t i = FindOrInsert(key, hash, &inserted);
   Slot& s = slots_[i];
@@ -141,6 +155,10 @@ int64_t KeyedInt64State::AddHashed(std::string_view key, uint64_t hash, int64_t 
 
 bool KeyedInt64State::Get(std::string_view key, int64_t* value) const {
   const uint64_t hash = KeyHash(key);
+  if (!Owns(hash)) {
+    RecordForeignKey(key, hash);
+    return false;
+  }
   size_t i = hash & mask_;
   for (;;) {
     const Slot& s = slots_[i];
@@ -155,8 +173,10 @@ bool KeyedInt64State::Get(std::string_view key, int64_t* value) const {
 }
 
 void KeyedInt64State::Put(std::string_view key, int64_t value) {
+  const uint64_t hash = KeyHash(key);
+  if (!Owns(hash)) return RecordForeignKey(key, hash);
   bool inserted;
-  size_t i = FindOrInsert(key, KeyHash(key), &inserted);
+  size_t i = FindOrInsert(key, hash, &inserted);
   Slot& s = slots_[i];
   if (inserted || s.value != value) {
     s.value = value;
@@ -165,8 +185,10 @@ void KeyedInt64State::Put(std::string_view key, int64_t value) {
 }
 
 void KeyedInt64State::LoadEntry(std::string_view key, int64_t value) {
+  const uint64_t hash = KeyHash(key);
+  if (!Owns(hash)) return RecordForeignKey(key, hash);
   bool inserted;
-  size_t i = FindOrInsert(key, KeyHash(key), &inserted);
+  size_t i = FindOrInsert(key, hash, &inserted);
   slots_[i].value = value;
 }
 

@@ -5,7 +5,8 @@
 // Contract: owned and used by one task thread; TakeDelta() is the synchronous part of a
 // snapshot and costs O(changed keys); the returned StateDelta is immutable and may be handed
 // to another thread. Keys must belong to this subtask's key groups (the hash partitioner
-// guarantees it). The operator API (Get/Put/Add) does not expose where entries live, so a
+// guarantees it); a key outside them is never stored: Get/Put/Add/LoadEntry ignore it and
+// record foreign_key_error(), which fails the task (engine/task.cc). The operator API (Get/Put/Add) does not expose where entries live, so a
 // RocksDB-backed variant for state larger than memory can replace the table later.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "engine/key_groups.h"
+#include "engine/status.h"
 
 namespace cairn {
 
@@ -60,6 +62,10 @@ class KeyedInt64State {
   // Visits every entry (unordered).
   void ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const;
 
+  // OK, or the first key seen outside range(), named with its key group (a record delivered to
+  // the wrong subtask). Such a key was not stored.
+  const Status& foreign_key_error() const { return foreign_key_error_; }
+
   uint32_t max_parallelism() const { return max_parallelism_; }
   const KeyGroupRange& range() const { return range_; }
 
@@ -72,6 +78,8 @@ class KeyedInt64State {
   void MarkDirty(size_t slot);
   // Copies `key` into the arena; the returned pointer stays valid for the table's lifetime.
   const char* StoreKey(std::string_view key);
+  bool Owns(uint64_t hash) const { return range_.Contains(KeyGroupOf(hash, max_parallelism_)); }
+  void RecordForeignKey(std::string_view key, uint64_t hash) const;
 
   const uint32_t max_parallelism_;
   const KeyGroupRange range_;
@@ -83,6 +91,7 @@ class KeyedInt64State {
   char* arena_ptr_ = nullptr;
   size_t arena_left_ = 0;
   std::vector<uint32_t> dirty_;  // slot indices changed since the last TakeDelta
+  mutable Status foreign_key_error_;  // set by const Get too
 };
 
 }  // namespace cairn
