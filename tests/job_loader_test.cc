@@ -334,7 +334,7 @@ TEST(JobLoader, FullExampleFromFile) {
   EXPECT_EQ(spec.checkpoint.aligned_timeout, Millis(0));
   EXPECT_EQ(spec.checkpoint.history, 10u);
   EXPECT_EQ(spec.checkpoint.max_feedback_backlog, 1000000u);
-  EXPECT_EQ(spec.checkpoint.max_drain_checkpoints, 100u);
+  EXPECT_EQ(spec.checkpoint.max_drain_checkpoints, 20u);
 
   ASSERT_EQ(spec.operators.size(), 4u);
   const OperatorConfig& src = spec.operators[0];
