@@ -5,7 +5,8 @@
 
 namespace cairn {
 
-Channel::Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer, bool unbounded)
+Channel::Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer, bool unbounded,
+                 uint64_t backlog_limit, BacklogListener* listener)
     : name_(std::move(name)),
       queue_(2 * capacity + 2),  // room for pushes past `capacity` that a read-ahead waits for
       recycled_(capacity + 2),
@@ -13,7 +14,9 @@ Channel::Channel(std::string name, size_t capacity, Parker* producer, Parker* co
       producer_(producer),
       consumer_(consumer),
       capacity_(capacity),
-      unbounded_(unbounded) {}
+      unbounded_(unbounded),
+      backlog_limit_(backlog_limit),
+      listener_(listener) {}
 
 void Channel::PushPriority(const PriorityEvent& e) {
   priority_.enqueue(e);  // may allocate; the lane carries a few events per checkpoint
@@ -33,13 +36,27 @@ void Channel::ReadAheadConsumed() {
   if (producer_waiting_.load(std::memory_order_seq_cst)) producer_->Unpark();
 }
 
+bool Channel::EnqueueFeedback(StreamElement& e) {
+  size_t records = e.kind == StreamElement::Kind::kBatch ? e.batch->size() : 0;
+  uint64_t queued = pushed_records_ - popped_records_.load(std::memory_order_relaxed) + records;
+  if (backlog_limit_ > 0 && records > 0 && queued > backlog_limit_) {
+    // The records of a cycle multiply faster than the cycle drains them: fail rather than
+    // grow until memory (or, through a sink, the disk) runs out.
+    cancelled_.store(true, std::memory_order_release);
+    if (listener_ != nullptr)
+      listener_->BacklogExceeded(Status::Aborted(
+          "feedback edge " + name_ + " holds more than checkpoint.max_feedback_backlog = " +
+          std::to_string(backlog_limit_) + " records: the records of its cycle multiply faster than the cycle "
+          "drains them (raise checkpoint.max_feedback_backlog if this backlog is expected)"));
+    return false;
+  }
+  queue_.enqueue(std::move(e));  // allocates a new block when full
+  pushed_records_ += records;
+  return true;
+}
+
 bool Channel::TryEnqueue(StreamElement& e) {
   size_t records = e.kind == StreamElement::Kind::kBatch ? e.batch->size() : 0;
-  if (unbounded_) {
-    queue_.enqueue(std::move(e));  // allocates a new block when full
-    pushed_records_ += records;
-    return true;
-  }
   size_t held = queue_.size_approx() + static_cast<size_t>(std::max<int64_t>(read_ahead_.load(), 0));
   bool room = held < capacity_ || pushed_records_ < wanted_.load(std::memory_order_seq_cst);
   if (!room || !queue_.try_enqueue(std::move(e))) return false;
@@ -49,6 +66,11 @@ bool Channel::TryEnqueue(StreamElement& e) {
 
 bool Channel::Push(StreamElement&& e, BlockedHandler* handler) {
   if (cancelled_.load(std::memory_order_acquire)) return false;
+  if (unbounded_) {
+    if (!EnqueueFeedback(e)) return false;
+    consumer_->Unpark();
+    return true;
+  }
   while (!TryEnqueue(e)) {
     if (cancelled_.load(std::memory_order_acquire)) return false;
     auto deadline = Parker::Clock::time_point::max();
@@ -73,6 +95,9 @@ bool Channel::Push(StreamElement&& e, BlockedHandler* handler) {
 
 bool Channel::TryPop(StreamElement* e) {
   if (!queue_.try_dequeue(*e)) return false;
+  if (unbounded_ && e->kind == StreamElement::Kind::kBatch)
+    popped_records_.store(popped_records_.load(std::memory_order_relaxed) + e->batch->size(),
+                          std::memory_order_relaxed);
   if (producer_waiting_.load(std::memory_order_seq_cst)) producer_->Unpark();
   return true;
 }

@@ -19,6 +19,7 @@
 
 #include "engine/operator.h"
 #include "engine/parker.h"
+#include "engine/status.h"
 #include "engine/stream_element.h"
 
 namespace cairn {
@@ -32,14 +33,27 @@ class BlockedHandler {
   virtual bool OnBlocked(std::chrono::steady_clock::time_point* deadline) = 0;
 };
 
+// Hears that a feedback channel's backlog passed its limit, with a message naming the channel,
+// the limit and the key to raise; the job must fail. Called on the producer's thread.
+class BacklogListener {
+ public:
+  virtual ~BacklogListener() = default;
+  virtual void BacklogExceeded(const Status& s) = 0;
+};
+
 class Channel {
  public:
   // `capacity` in elements (batches); `name` like "tokenize[0]->count[1]".
-  // An `unbounded` channel (a feedback edge) never blocks its producer: it grows instead.
-  Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer, bool unbounded = false);
+  // An `unbounded` channel (a feedback edge) never blocks its producer: it grows instead, up to
+  // `backlog_limit` queued records (0: no limit); a push past it fails: the channel is
+  // cancelled and `listener` told.
+  Channel(std::string name, size_t capacity, Parker* producer, Parker* consumer, bool unbounded = false,
+          uint64_t backlog_limit = 0, BacklogListener* listener = nullptr);
 
   const std::string& name() const { return name_; }
   bool unbounded() const { return unbounded_; }
+  uint64_t backlog_limit() const { return backlog_limit_; }
+  BacklogListener* backlog_listener() const { return listener_; }
   // Field names of the records on this channel (the producer's schema), for channel state.
   const Schema& schema() const { return schema_; }
   void set_schema(Schema s) { schema_ = std::move(s); }
@@ -75,6 +89,7 @@ class Channel {
 
  private:
   bool TryEnqueue(StreamElement& e);  // producer; false when full (e untouched)
+  bool EnqueueFeedback(StreamElement& e);  // producer, unbounded channels; false past the backlog limit
   const std::string name_;
   moodycamel::ReaderWriterQueue<StreamElement> queue_;
   moodycamel::ReaderWriterQueue<std::unique_ptr<RecordBatch>> recycled_;
@@ -83,10 +98,13 @@ class Channel {
   Parker* const consumer_;
   const size_t capacity_;
   const bool unbounded_;
+  const uint64_t backlog_limit_;
+  BacklogListener* const listener_;
   Schema schema_;
   std::atomic<int64_t> read_ahead_{0};   // elements in the consumer's overflow
   std::atomic<uint64_t> wanted_{0};      // the consumer waits for records before this position
   uint64_t pushed_records_ = 0;          // producer thread only
+  std::atomic<uint64_t> popped_records_{0};  // unbounded channels: written by the consumer only
   std::atomic<bool> producer_waiting_{false};
   std::atomic<bool> cancelled_{false};
 };

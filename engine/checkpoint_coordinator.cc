@@ -18,6 +18,17 @@ const char* CheckpointFailureMessage(CheckpointFailureReason r) {
   return "?";
 }
 
+void CheckpointStats::RecordCompleted(CheckpointId id, int64_t duration_ms, size_t history) {
+  completed++;
+  last_duration_ms = duration_ms;
+  max_duration_ms = std::max(max_duration_ms, duration_ms);
+  total_duration_ms += duration_ms;
+  last_completed_id = id;
+  durations_ms.push_back(duration_ms);
+  if (durations_ms.size() > std::max<size_t>(history, 1))
+    durations_ms.erase(durations_ms.begin(), durations_ms.end() - std::max<size_t>(history, 1));
+}
+
 static int64_t WallMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -34,7 +45,7 @@ CheckpointCoordinator::~CheckpointCoordinator() { Stop(); }
 
 void CheckpointCoordinator::Start() {
   last_trigger_ = Clock::now();
-  last_completion_ = Clock::time_point::min();
+  last_end_ = Clock::time_point::min();
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -99,17 +110,26 @@ void CheckpointCoordinator::Loop() {
     }
     if (stop_.load()) break;
     Clock::time_point deadline = Clock::time_point::max();
+    std::string waiting;  // for Describe: why no checkpoint is triggered now
     if (!terminating_) {
       const bool all_finished = sources_finished_ == sources_.size();
       const bool can_trigger = pending_.size() < cfg.max_concurrent;
       const bool final_pending =
           std::any_of(pending_.begin(), pending_.end(), [](const auto& kv) { return kv.second.final_candidate; });
+      // checkpoint.min_pause runs from the end of the previous checkpoint, completed or failed,
+      // also before a final checkpoint (a failed one is retried at this pace, not back to back).
+      const auto pause_end = last_end_ == Clock::time_point::min() ? Clock::time_point::min() : last_end_ + cfg.min_pause;
       if (all_finished && !final_pending && can_trigger) {
-        Trigger(true);
+        if (now >= pause_end) {
+          Trigger(true);
+        } else {
+          deadline = pause_end;
+          waiting = "  final checkpoint waits for checkpoint.min_pause (" +
+                    std::to_string(std::chrono::ceil<std::chrono::milliseconds>(pause_end - now).count()) +
+                    " ms left)\n";
+        }
       } else if (!all_finished && cfg.interval.count() > 0) {
-        auto due = std::max(last_trigger_ + cfg.interval, last_completion_ == Clock::time_point::min()
-                                                               ? Clock::time_point::min()
-                                                               : last_completion_ + cfg.min_pause);
+        auto due = std::max(last_trigger_ + cfg.interval, pause_end);
         if (now >= due && can_trigger) {
           Trigger(false);
         } else if (can_trigger) {
@@ -120,7 +140,7 @@ void CheckpointCoordinator::Loop() {
     for (const auto& kv : pending_) deadline = std::min(deadline, kv.second.trigger + cfg.timeout);
     {
       std::string d = "coordinator: sources finished " + std::to_string(sources_finished_) + "/" +
-                      std::to_string(sources_.size()) + (terminating_ ? ", terminating" : "") + "\n";
+                      std::to_string(sources_.size()) + (terminating_ ? ", terminating" : "") + "\n" + waiting;
       for (const auto& [id, p] : pending_) {
         d += "  pending checkpoint " + std::to_string(id) + (p.final_candidate ? " (final)" : "") + ": waiting for";
         for (size_t t = 0; t < tasks_.size(); ++t)
@@ -215,16 +235,11 @@ void CheckpointCoordinator::Complete(Pending p) {
     return;
   }
   CAIRN_CRASH_POINT("checkpoint.committed");
-  last_completion_ = now;
+  last_end_ = now;
   consecutive_failures_ = 0;
   {
     std::lock_guard<std::mutex> l(stats_mu_);
-    stats_.completed++;
-    stats_.last_duration_ms = m.duration_ms;
-    stats_.max_duration_ms = std::max(stats_.max_duration_ms, m.duration_ms);
-    stats_.total_duration_ms += m.duration_ms;
-    stats_.last_completed_id = m.id;
-    stats_.durations_ms.push_back(m.duration_ms);
+    stats_.RecordCompleted(m.id, m.duration_ms, spec_.checkpoint.history);
   }
   // Older pending checkpoints are subsumed by this one.
   while (!pending_.empty() && pending_.begin()->first < m.id) {
@@ -241,14 +256,31 @@ void CheckpointCoordinator::Complete(Pending p) {
     terminating_ = true;
     for (Task* s : sources_) s->Terminate();
     final_completed_.store(true);
+  } else if (p.final_candidate && ++undrained_finals_ >= spec_.checkpoint.max_drain_checkpoints) {
+    // Records that circulate without end (a cycle that never drains) would keep the job, and
+    // whatever its sinks write, going forever.
+    std::string into;
+    for (const SubtaskStateHandle& h : m.subtasks)
+      if (h.channel_state_bytes > 0)
+        into += (into.empty() ? "" : ", ") + h.operator_id + "[" + std::to_string(h.subtask) + "]";
+    listener_->JobFailed(Status::Aborted(
+        "the job's cycle does not drain: " + std::to_string(undrained_finals_) +
+        " final checkpoints after every source finished (the last: checkpoint " + std::to_string(m.id) +
+        ") still found records in flight on the feedback edges into " + into + " (" +
+        std::to_string(m.channel_state_bytes) + " bytes of channel state); checkpoint.max_drain_checkpoints = " +
+        std::to_string(spec_.checkpoint.max_drain_checkpoints) +
+        " (raise it if the cycle drains slowly)"));
+    stop_.store(true);
   }
 }
 
 void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
+  const bool final_candidate = it->second.final_candidate;
   pending_.erase(it);
   RemoveAll(store_->CheckpointPath(id));
+  last_end_ = Clock::now();
   {
     std::lock_guard<std::mutex> l(stats_mu_);
     stats_.failed++;
@@ -262,8 +294,12 @@ void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason
                                          std::to_string(spec_.checkpoint.tolerable_failures) + ")"));
     stop_.store(true);
   } else {
-    fprintf(stderr, "cairn: %s (tolerated: %u of %u consecutive failures)\n", msg.c_str(), consecutive_failures_,
-            spec_.checkpoint.tolerable_failures);
+    fprintf(stderr, "cairn: %s (tolerated: %u of %u consecutive failures)%s\n", msg.c_str(), consecutive_failures_,
+            spec_.checkpoint.tolerable_failures,
+            final_candidate ? ("; the final checkpoint is retried after checkpoint.min_pause = " +
+                               std::to_string(spec_.checkpoint.min_pause.count()) + " ms")
+                                  .c_str()
+                            : "");
   }
 }
 

@@ -5,8 +5,9 @@
 // CompletedCheckpoint -> tasks notified -> retention applied. It fails (and its directory is
 // removed) when a task declines, it times out, or its metadata cannot be written; more than
 // checkpoint.tolerable_failures consecutive failures fail the job. A checkpoint triggered
-// after every source reported its input finished is final: once it completes, the sources are
-// told to end the stream.
+// after every source reported its input finished is final: once it completes with no record in
+// flight, the sources are told to end the stream; after checkpoint.max_drain_checkpoints final
+// checkpoints that still found records in flight (a cycle that never drains), the job fails.
 //
 // Contract: Start() runs the coordinator on its own thread; Acknowledge/SourceFinished may be
 // called from any thread. The JobListener hears of completion and failure.
@@ -38,6 +39,8 @@ enum class CheckpointFailureReason {
 };
 const char* CheckpointFailureMessage(CheckpointFailureReason r);
 
+// Statistics of a run's checkpoints: totals over the run, and the durations of the latest
+// completed ones only (checkpoint.history of them), so that a long run's statistics stay small.
 struct CheckpointStats {
   uint64_t completed = 0;
   uint64_t failed = 0;
@@ -45,7 +48,10 @@ struct CheckpointStats {
   int64_t max_duration_ms = 0;
   int64_t total_duration_ms = 0;
   CheckpointId last_completed_id = 0;
-  std::vector<int64_t> durations_ms;  // of every completed checkpoint, in order
+  std::vector<int64_t> durations_ms;  // of the last `history` completed checkpoints, oldest first
+
+  // Counts a completed checkpoint; keeps at most `history` (>= 1) durations.
+  void RecordCompleted(CheckpointId id, int64_t duration_ms, size_t history);
 };
 
 class CheckpointCoordinator {
@@ -112,8 +118,9 @@ class CheckpointCoordinator {
   std::map<CheckpointId, Pending> pending_;
   size_t sources_finished_ = 0;
   uint32_t consecutive_failures_ = 0;
+  uint32_t undrained_finals_ = 0;  // final checkpoints completed with records still in flight
   Clock::time_point last_trigger_;
-  Clock::time_point last_completion_;
+  Clock::time_point last_end_;  // when the last checkpoint completed or failed (checkpoint.min_pause)
   bool terminating_ = false;
 
   mutable std::mutex describe_mu_;

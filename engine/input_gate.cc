@@ -88,10 +88,26 @@ void InputGate::CopyRange(const RecordBatch& b, uint64_t first_pos, size_t first
 
 void InputGate::MarkProcessed(size_t ch, const RecordBatch& b, size_t begin, size_t end) {
   ChannelState& s = state_[ch];
-  for (auto& [id, r] : recordings_) CopyRange(b, s.consumed, begin, end - begin, r, ch);
+  for (auto& [id, r] : recordings_) {
+    CopyRange(b, s.consumed, begin, end - begin, r, ch);
+    if (inputs_[ch].feedback) CheckRecordingBound(id, r, ch);
+  }
   s.consumed += end - begin;
   in_progress_offset_ = end;
   if (end == b.size()) in_progress_ = nullptr;
+}
+
+void InputGate::CheckRecordingBound(CheckpointId id, const Recording& r, size_t ch) {
+  const Channel* c = inputs_[ch].channel;
+  const uint64_t limit = c->backlog_limit();
+  if (limit == 0 || recording_bound_reported_ || r.records->records[ch].size() <= limit) return;
+  recording_bound_reported_ = true;  // the job fails; the recording stays whole meanwhile
+  if (c->backlog_listener() != nullptr)
+    c->backlog_listener()->BacklogExceeded(Status::Aborted(
+        "feedback edge " + c->name() + ": the records recorded on it for checkpoint " + std::to_string(id) +
+        " exceed checkpoint.max_feedback_backlog = " + std::to_string(limit) +
+        " records: the records of its cycle multiply faster than the cycle drains them (raise "
+        "checkpoint.max_feedback_backlog if this backlog is expected)"));
 }
 
 void InputGate::Advance(Recording& r, size_t ch) {

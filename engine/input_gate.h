@@ -24,6 +24,8 @@
 // delivers the barrier before this task's snapshot is blocked until the snapshot; one that did
 // not is recorded after the snapshot until its barrier arrives (the marker-receiving rule of
 // Chandy–Lamport). End of input and end of stream are counted on the other channels only.
+// Such a recording is bounded like the channel's queue: past the channel's backlog limit
+// (checkpoint.max_feedback_backlog) the channel's BacklogListener is told, and the job fails.
 //
 // Contract: used by the task thread only; Poll and PollPriority never block.
 #pragma once
@@ -146,6 +148,9 @@ class InputGate {
   Recording NewRecording(CheckpointId id) const;
   // After a snapshot: a recording for the feedback channels whose barrier has not come yet.
   bool RecordFeedback(const Barrier& b);
+  // Tells the channel's BacklogListener (once) when recording `id` holds more of feedback
+  // channel `ch`'s records than the channel's backlog limit.
+  void CheckRecordingBound(CheckpointId id, const Recording& r, size_t ch);
 
   std::vector<GateInput> inputs_;
   std::deque<ChannelState> state_;  // a deque: ChannelState is not copyable
@@ -180,6 +185,7 @@ class InputGate {
   std::map<CheckpointId, std::map<size_t, uint64_t>> announced_;
   CheckpointId last_snapshot_ = 0;     // highest checkpoint this task has snapshotted
   std::map<CheckpointId, Recording> recordings_;
+  bool recording_bound_reported_ = false;
 };
 
 }  // namespace cairn

@@ -45,7 +45,7 @@ double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 // Collects the first failure of any task, the coordinator, or the user (Ctrl-C), and cancels
 // the job when it happens.
-class JobControl : public TaskListener, public CheckpointCoordinator::Listener {
+class JobControl : public TaskListener, public CheckpointCoordinator::Listener, public BacklogListener {
  public:
   void SetParties(std::vector<Task*> tasks, std::vector<Channel*> channels, Parker* main) {
     tasks_ = std::move(tasks);
@@ -55,6 +55,7 @@ class JobControl : public TaskListener, public CheckpointCoordinator::Listener {
   void SourceFinished(int task) override { coordinator_->SourceFinished(task); }
   void TaskFailed(int task, const Status& s) override { Fail(s); }
   void JobFailed(const Status& s) override { Fail(s); }
+  void BacklogExceeded(const Status& s) override { Fail(s); }
   void set_coordinator(CheckpointCoordinator* c) { coordinator_ = c; }
 
   void Fail(const Status& s) {
@@ -353,7 +354,8 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     const Schema schema = EmittedSchema(spec, plan.chains[e.from_chain].ops.back());
     auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {
       channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(),
-                                                   b->parker(), /*unbounded=*/e.feedback));
+                                                   b->parker(), /*unbounded=*/e.feedback,
+                                                   spec.checkpoint.max_feedback_backlog, &control));
       channels.back()->set_schema(schema);
       b->input_gate()->AddInput(GateInput{channels.back().get(), e.to_input, e.feedback});
       return channels.back().get();

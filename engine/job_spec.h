@@ -28,6 +28,9 @@ struct CheckpointConfig {
   uint32_t tolerable_failures = 0;   // consecutive failed checkpoints before the job fails
   uint32_t retain = 3;               // completed checkpoints kept, >= 1
   Millis aligned_timeout{0};         // 0: never switch an aligned checkpoint to unaligned
+  uint32_t history = 10;             // completed checkpoints whose durations the statistics keep, >= 1
+  uint64_t max_feedback_backlog = 1000000;  // records queued on one feedback channel before the job fails, >= 1
+  uint32_t max_drain_checkpoints = 20;      // final checkpoints with records in flight before the job fails, >= 1
 };
 
 // One operator's parameters after validation: every declared parameter has a value of its

@@ -9,15 +9,6 @@
 
 namespace cairn {
 
-void AppendDelta(StateDelta* into, const StateDelta& from) {
-  uint32_t base = static_cast<uint32_t>(into->keys.size());
-  into->keys.append(from.keys);
-  for (StateDelta::Entry e : from.entries) {
-    e.key_offset += base;
-    into->entries.push_back(e);
-  }
-}
-
 std::string EncodeChannelState(const ChannelStateRecords& c) {
   std::string out;
   uint64_t channels = 0;
@@ -125,7 +116,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       if (delta == nullptr) {
         delta = std::move(part.delta);
       } else if (part.delta != nullptr) {
-        AppendDelta(delta.get(), *part.delta);
+        delta->Merge(*part.delta);
       }
       Status s = ack.status;
       if (s.ok()) s = CreateDirs(dir);

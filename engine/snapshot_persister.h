@@ -44,7 +44,4 @@ class SnapshotPersister {
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
-// Appends the entries of `from` to `into` (later entries win when written in order).
-void AppendDelta(StateDelta* into, const StateDelta& from);
-
 }  // namespace cairn

@@ -13,6 +13,7 @@
 #include "engine/file_util.h"
 #include "engine/job_runner.h"
 #include "engine/storage_faults.h"
+#include "jobs/job_graph.h"
 #include "jobs/job_loader.h"
 #include "jobs/state_dump.h"
 #include "operators/generator_source.h"
@@ -129,6 +130,26 @@ int CmdValidate(const std::vector<std::string>& args) {
   for (const PlanEdge& e : plan.edges)
     printf("  %s -> %s  %s\n", plan.ChainName(spec, e.from_chain).c_str(), plan.ChainName(spec, e.to_chain).c_str(),
            e.hash ? "hash" : "forward");
+  // A cycle is legal, but its records circulate until the job ends: if they multiply, the job
+  // fails once a feedback channel holds more than checkpoint.max_feedback_backlog records; if
+  // they never drain, after checkpoint.max_drain_checkpoints final checkpoints.
+  std::vector<std::string> cycle = FindCycle(spec.operators);
+  if (!cycle.empty()) {
+    std::string path;
+    for (const std::string& op : cycle) path += (path.empty() ? "" : " -> ") + op;
+    std::string feedback;
+    for (const PlanEdge& e : plan.edges)
+      if (e.feedback)
+        feedback += std::string(feedback.empty() ? "" : ", ") + plan.ChainName(spec, e.from_chain) + " -> " +
+                    plan.ChainName(spec, e.to_chain);
+    fprintf(stderr,
+            "cairn: warning: the job has a cycle (%s; feedback edges: %s): records on it circulate until the job "
+            "ends, and a job whose records multiply around it fails once a feedback channel holds more than "
+            "checkpoint.max_feedback_backlog = %" PRIu64 " records, one whose records never drain after "
+            "checkpoint.max_drain_checkpoints = %u final checkpoints\n",
+            path.c_str(), feedback.c_str(), spec.checkpoint.max_feedback_backlog,
+            spec.checkpoint.max_drain_checkpoints);
+  }
   return 0;
 }
 

@@ -38,7 +38,7 @@ constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "operators"};
 const std::vector<std::string> kCheckpointKeys = {
     "interval", "mode", "dir", "timeout", "min_pause", "max_concurrent", "tolerable_failures", "retain",
-    "aligned_timeout"};
+    "aligned_timeout", "history", "max_feedback_backlog", "max_drain_checkpoints"};
 const std::vector<std::string> kOperatorCommonKeys = {"id", "type", "parallelism", "inputs", "key_by"};
 const char* const kDurationForms = "a duration (e.g. 250ms, 1s, 2m, 1h, or a number of milliseconds)";
 
@@ -401,6 +401,14 @@ Status JobReader::ReadCheckpoint(const Entry& e, CheckpointConfig* cp) {
   if (Entry v = Find(m, "retain"); v.present) CAIRN_RETURN_IF_ERROR(U32(v, "checkpoint.retain", 1, &cp->retain));
   if (Entry v = Find(m, "aligned_timeout"); v.present)
     CAIRN_RETURN_IF_ERROR(Duration(v, "checkpoint.aligned_timeout", false, &cp->aligned_timeout));
+  if (Entry v = Find(m, "history"); v.present) CAIRN_RETURN_IF_ERROR(U32(v, "checkpoint.history", 1, &cp->history));
+  if (Entry v = Find(m, "max_feedback_backlog"); v.present) {
+    int64_t n = 0;
+    CAIRN_RETURN_IF_ERROR(Int(v, "checkpoint.max_feedback_backlog", 1, std::numeric_limits<int64_t>::max(), &n));
+    cp->max_feedback_backlog = static_cast<uint64_t>(n);
+  }
+  if (Entry v = Find(m, "max_drain_checkpoints"); v.present)
+    CAIRN_RETURN_IF_ERROR(U32(v, "checkpoint.max_drain_checkpoints", 1, &cp->max_drain_checkpoints));
   return Status::OK();
 }
 

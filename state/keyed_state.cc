@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace cairn {
 
@@ -196,18 +197,39 @@ std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
   auto delta = std::make_unique<StateDelta>();
   size_t key_bytes = 0;
   for (uint32_t i : dirty_) key_bytes += slots_[i].key_length;
-  if (key_bytes > UINT32_MAX) throw std::length_error("KeyedInt64State: delta keys exceed 4 GiB");
   delta->entries.reserve(dirty_.size());
   delta->keys.reserve(key_bytes);
   for (uint32_t i : dirty_) {
     Slot& s = slots_[i];
-    delta->entries.push_back(StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_),
-                                               static_cast<uint32_t>(delta->keys.size()), s.key_length, s.value});
+    delta->entries.push_back(
+        StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.key_length, delta->keys.size(), s.value});
     delta->keys.append(s.key, s.key_length);
     s.dirty = false;
   }
   dirty_.clear();
   return delta;
+}
+
+void StateDelta::Merge(const StateDelta& newer) {
+  StateDelta merged;
+  merged.entries.reserve(entries.size() + newer.entries.size());
+  merged.keys.reserve(keys.size() + newer.keys.size());
+  // Key -> its entry in `merged`. The views point into this delta and `newer`, which do not
+  // change until the end.
+  std::unordered_map<std::string_view, size_t> at;
+  at.reserve(entries.size() + newer.entries.size());
+  auto add = [&](const StateDelta& from, const Entry& e) {
+    auto [it, fresh] = at.try_emplace(from.key(e), merged.entries.size());
+    if (!fresh) {
+      merged.entries[it->second].value = e.value;  // the later value wins
+      return;
+    }
+    merged.entries.push_back(Entry{e.key_group, e.key_length, merged.keys.size(), e.value});
+    merged.keys.append(from.key(e));
+  };
+  for (const Entry& e : entries) add(*this, e);
+  for (const Entry& e : newer.entries) add(newer, e);
+  *this = std::move(merged);
 }
 
 void KeyedInt64State::ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const {

@@ -22,17 +22,23 @@
 
 namespace cairn {
 
-// The entries changed since the previous delta, encoded for one RocksDB WriteBatch.
+// The entries changed since the previous delta, encoded for one RocksDB WriteBatch. Each key
+// appears once (TakeDelta and Merge keep it so).
 struct StateDelta {
   struct Entry {
     uint32_t key_group;
-    uint32_t key_offset;  // into keys
     uint32_t key_length;
+    uint64_t key_offset;  // into keys; 64 bits: deltas merged over failed checkpoints may pass 4 GiB
     int64_t value;
   };
   std::vector<Entry> entries;
   std::string keys;
   std::string_view key(const Entry& e) const { return std::string_view(keys.data() + e.key_offset, e.key_length); }
+
+  // Adds the entries of `newer` (a later delta of the same state): an entry of `newer` replaces
+  // this delta's entry for the same key, so every key still appears once and the delta stays
+  // no larger than the state. What a checkpoint that failed to persist hands to the next one.
+  void Merge(const StateDelta& newer);
 };
 
 class KeyedInt64State {

@@ -242,6 +242,48 @@ TEST_F(ChannelTest, PushWakesTheParkedConsumer) {
   EXPECT_EQ(got.barrier.id, 9u);
 }
 
+// Records what a channel reports when its backlog limit is passed.
+class RecordingBacklogListener : public BacklogListener {
+ public:
+  void BacklogExceeded(const Status& s) override { reports.push_back(s); }
+  std::vector<Status> reports;
+};
+
+TEST_F(ChannelTest, FeedbackChannelGrowsPastItsCapacityWithoutBlocking) {
+  Channel ch("count[0]->tokenize[0]", 2, &producer_, &consumer_, /*unbounded=*/true);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(ch.Push(BatchOf({"w"}))) << i;  // no consumer: would block if bounded
+  EXPECT_EQ(ch.SizeApprox(), 100u);
+}
+
+TEST_F(ChannelTest, FeedbackChannelPastItsBacklogLimitFailsThePushAndTellsTheListener) {
+  RecordingBacklogListener listener;
+  Channel ch("count[0]->tokenize[1]", 2, &producer_, &consumer_, /*unbounded=*/true, /*backlog_limit=*/5, &listener);
+  ASSERT_TRUE(ch.Push(BatchOf({"a", "b"})));
+  ASSERT_TRUE(ch.Push(BatchOf({"c", "d", "e"})));  // 5 queued: at the limit
+  ASSERT_TRUE(ch.Push(BarrierOf(1)));              // markers carry no records
+  EXPECT_TRUE(listener.reports.empty());
+  EXPECT_FALSE(ch.Push(BatchOf({"f"})));  // 6 queued: past it
+  ASSERT_EQ(listener.reports.size(), 1u);
+  const std::string msg = listener.reports[0].message();
+  EXPECT_NE(msg.find("feedback edge count[0]->tokenize[1]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("checkpoint.max_feedback_backlog = 5 records"), std::string::npos) << msg;
+  EXPECT_EQ(listener.reports[0].ExitCode(), 1) << "a job failure, not bad input";
+  EXPECT_FALSE(ch.Push(BatchOf({"g"}))) << "the channel is cancelled";
+  EXPECT_EQ(listener.reports.size(), 1u);
+}
+
+TEST_F(ChannelTest, FeedbackBacklogCountsOnlyWhatTheConsumerHasNotTaken) {
+  RecordingBacklogListener listener;
+  Channel ch("a[0]->a[0]", 2, &producer_, &consumer_, /*unbounded=*/true, /*backlog_limit=*/3, &listener);
+  StreamElement e;
+  // Ten times the limit goes through, since the consumer keeps up.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(ch.Push(BatchOf({"x", "y", "z"}))) << i;
+    ASSERT_TRUE(ch.TryPop(&e));
+  }
+  EXPECT_TRUE(listener.reports.empty());
+}
+
 TEST(ParkerTest, UnparkBeforeParkMakesParkReturnImmediately) {
   Parker p;
   uint32_t ticket = p.Prepare();

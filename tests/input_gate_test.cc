@@ -302,5 +302,84 @@ TEST(InputGateTest, BarrierAfterAnotherChannelEndedAlignsOverTheOpenChannelsOnly
   EXPECT_THAT(f.Drain(), ElementsAre("checkpoint:6"));
 }
 
+// A gate whose input 0 is a regular channel and input 1 a feedback channel (a cycle) with a
+// backlog limit of `limit` records, as the runner sets it from checkpoint.max_feedback_backlog.
+class FeedbackGate : public BacklogListener {
+ public:
+  explicit FeedbackGate(uint64_t limit)
+      : regular_("src[0]->op[0]", 64, &producer_, &consumer_),
+        feedback_("op[0]->op[0]", 64, &producer_, &consumer_, /*unbounded=*/true, limit, this) {
+    gate_.AddInput(GateInput{&regular_, 0, false});
+    gate_.AddInput(GateInput{&feedback_, 1, true});
+  }
+  void BacklogExceeded(const Status& s) override { reports.push_back(s); }
+
+  void Push(Channel& ch, StreamElement e) { ASSERT_TRUE(ch.Push(std::move(e))); }
+  void Records(Channel& ch, size_t n) {
+    auto b = std::make_unique<RecordBatch>();
+    for (size_t i = 0; i < n; ++i) b->Add("r" + std::to_string(i));
+    Push(ch, StreamElement::OfBatch(std::move(b)));
+  }
+  static StreamElement BarrierOf(CheckpointId id) {
+    Barrier b;
+    b.id = id;
+    return StreamElement::OfBarrier(b);
+  }
+  // Polls and processes every batch, as a task does, until the gate has nothing more.
+  std::vector<std::string> Drain() {
+    std::vector<std::string> events;
+    for (;;) {
+      GateEvent ev = gate_.Poll();
+      if (ev.kind == GateEvent::Kind::kNone) {
+        if (!gate_.HasWork()) return events;
+        continue;
+      }
+      events.push_back(Describe(ev));
+      if (ev.kind == GateEvent::Kind::kBatch) gate_.MarkProcessed(ev.slot, *ev.batch, 0, ev.batch->size());
+    }
+  }
+
+  Channel& regular() { return regular_; }
+  Channel& feedback() { return feedback_; }
+  std::vector<Status> reports;
+
+ private:
+  Parker producer_;
+  Parker consumer_;
+  Channel regular_;
+  Channel feedback_;
+  InputGate gate_;
+};
+
+TEST(InputGateTest, FeedbackRecordingWithinTheBacklogLimitCompletesTheChannelState) {
+  FeedbackGate f(4);
+  f.Push(f.regular(), FeedbackGate::BarrierOf(1));
+  ASSERT_THAT(f.Drain(), ElementsAre("checkpoint:1"));  // the feedback channel is not waited for
+  f.Records(f.feedback(), 2);
+  f.Records(f.feedback(), 2);  // 4 records recorded: at the limit
+  f.Push(f.feedback(), FeedbackGate::BarrierOf(1));
+  EXPECT_THAT(f.Drain(), ElementsAre("batch:r0,r1", "batch:r0,r1", "channel-state:1"));
+  EXPECT_TRUE(f.reports.empty());
+}
+
+TEST(InputGateTest, FeedbackRecordingPastTheBacklogLimitIsReportedOnceNamingTheEdgeAndTheKey) {
+  FeedbackGate f(4);
+  f.Push(f.regular(), FeedbackGate::BarrierOf(1));
+  ASSERT_THAT(f.Drain(), ElementsAre("checkpoint:1"));
+  // The consumer keeps up, so the channel's queue stays small, but every record processed
+  // before the barrier comes around is recorded: 3 batches of 2 pass 4.
+  for (int i = 0; i < 3; ++i) {
+    f.Records(f.feedback(), 2);
+    f.Drain();
+  }
+  ASSERT_EQ(f.reports.size(), 1u);
+  const std::string msg = f.reports[0].message();
+  EXPECT_THAT(msg, ::testing::HasSubstr("feedback edge op[0]->op[0]"));
+  EXPECT_THAT(msg, ::testing::HasSubstr("for checkpoint 1 exceed checkpoint.max_feedback_backlog = 4 records"));
+  f.Records(f.feedback(), 2);
+  f.Drain();
+  EXPECT_EQ(f.reports.size(), 1u) << "reported once";
+}
+
 }  // namespace
 }  // namespace cairn

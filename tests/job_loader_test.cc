@@ -70,7 +70,8 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:2:1: unknown key 'jbo' at top level (known keys: job, parallelism, max_parallelism, checkpoint, operators)"}},
       {"UnknownCheckpointKey", Edit("operators:", "checkpoint:\n  interval: 1s\n  intervall: 2s\noperators:"), {},
        {"t.yaml:4:3: unknown key 'intervall' in checkpoint (known keys: interval, mode, dir, timeout, min_pause, "
-        "max_concurrent, tolerable_failures, retain, aligned_timeout)"}},
+        "max_concurrent, tolerable_failures, retain, aligned_timeout, history, max_feedback_backlog, "
+        "max_drain_checkpoints)"}},
       {"UnknownOperatorKey", Edit("type: generator", "type: generator\n    word: 5"), {},
        {"t.yaml:5:5: unknown key 'word' in operator 'src' of type generator (known keys: id, type, parallelism, "
         "inputs, key_by, words, words_per_line, vocabulary, zipf, seed, rate)"}},
@@ -202,6 +203,14 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:3:13: checkpoint.interval must be a duration", "got a map"}},
       {"CheckpointDirEmpty", Edit("operators:", "checkpoint:\n  dir: \"\"\noperators:"), {},
        {"t.yaml:3:8: checkpoint.dir must be a non-empty string"}},
+      {"CheckpointHistoryZero", Edit("operators:", "checkpoint:\n  history: 0\noperators:"), {},
+       {"t.yaml:3:12: checkpoint.history must be an integer >= 1, got '0'"}},
+      {"CheckpointFeedbackBacklogZero", Edit("operators:", "checkpoint:\n  max_feedback_backlog: 0\noperators:"), {},
+       {"t.yaml:3:25: checkpoint.max_feedback_backlog must be an integer >= 1, got '0'"}},
+      {"CheckpointDrainCheckpointsZero", Edit("operators:", "checkpoint:\n  max_drain_checkpoints: 0\noperators:"), {},
+       {"t.yaml:3:26: checkpoint.max_drain_checkpoints must be an integer >= 1, got '0'"}},
+      {"SetCheckpointFeedbackBacklogWord", kBase, {"checkpoint.max_feedback_backlog=many"},
+       {"--set checkpoint.max_feedback_backlog: checkpoint.max_feedback_backlog must be an integer >= 1, got 'many'"}},
 
       // --set: malformed paths and values, found at once.
       {"SetNoEquals", kBase, {"parallelism"}, {"--set parallelism: expected KEY=VALUE"}},
@@ -323,6 +332,9 @@ TEST(JobLoader, FullExampleFromFile) {
   EXPECT_EQ(spec.checkpoint.tolerable_failures, 0u);
   EXPECT_EQ(spec.checkpoint.retain, 3u);
   EXPECT_EQ(spec.checkpoint.aligned_timeout, Millis(0));
+  EXPECT_EQ(spec.checkpoint.history, 10u);
+  EXPECT_EQ(spec.checkpoint.max_feedback_backlog, 1000000u);
+  EXPECT_EQ(spec.checkpoint.max_drain_checkpoints, 20u);
 
   ASSERT_EQ(spec.operators.size(), 4u);
   const OperatorConfig& src = spec.operators[0];
@@ -387,7 +399,8 @@ TEST(JobLoader, CheckpointModesAndValues) {
     JobSpec spec = MustLoad(Edit("operators:", std::string("checkpoint:\n  mode: ") + mode +
                                                    "\n  interval: 250ms\n  timeout: 2m\n  min_pause: 100\n"
                                                    "  max_concurrent: 2\n  tolerable_failures: 5\n  retain: 1\n"
-                                                   "  aligned_timeout: \"30s\"\n  dir: /tmp/ck\noperators:"));
+                                                   "  aligned_timeout: \"30s\"\n  dir: /tmp/ck\n  history: 3\n"
+                                                   "  max_feedback_backlog: 5000000000\n  max_drain_checkpoints: 7\noperators:"));
     EXPECT_STREQ(CheckpointModeName(spec.checkpoint.mode), mode);
     EXPECT_EQ(spec.checkpoint.interval, Millis(250));
     EXPECT_EQ(spec.checkpoint.timeout, Millis(120000));
@@ -397,6 +410,9 @@ TEST(JobLoader, CheckpointModesAndValues) {
     EXPECT_EQ(spec.checkpoint.retain, 1u);
     EXPECT_EQ(spec.checkpoint.aligned_timeout, Millis(30000));
     EXPECT_EQ(spec.checkpoint.dir, "/tmp/ck");
+    EXPECT_EQ(spec.checkpoint.history, 3u);
+    EXPECT_EQ(spec.checkpoint.max_feedback_backlog, 5000000000u);  // past 32 bits
+    EXPECT_EQ(spec.checkpoint.max_drain_checkpoints, 7u);
   }
   EXPECT_EQ(MustLoad(Edit("operators:", "checkpoint:\n  interval: 0\noperators:")).checkpoint.interval, Millis(0));
 }
@@ -605,7 +621,8 @@ TEST(JobLoaderDocs, EveryKeyIsDocumented) {
   for (const char* key : {"`job`", "`parallelism`", "`max_parallelism`", "`checkpoint`", "`operators`",
                           "`checkpoint.interval`", "`checkpoint.mode`", "`checkpoint.dir`", "`checkpoint.timeout`",
                           "`checkpoint.min_pause`", "`checkpoint.max_concurrent`", "`checkpoint.tolerable_failures`",
-                          "`checkpoint.retain`", "`checkpoint.aligned_timeout`", "`id`", "`type`", "`inputs`",
+                          "`checkpoint.retain`", "`checkpoint.aligned_timeout`", "`checkpoint.history`",
+                          "`checkpoint.max_feedback_backlog`", "`checkpoint.max_drain_checkpoints`", "`id`", "`type`", "`inputs`",
                           "`key_by`", "`--set"}) {
     EXPECT_NE(doc.find(std::string("### ") + key), std::string::npos) << key;
   }

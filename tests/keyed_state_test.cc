@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 namespace cairn {
@@ -250,6 +251,73 @@ TEST(KeyedStateTest, DeltaIsIndependentOfLaterChanges) {
   ASSERT_EQ(d->entries.size(), 1u);
   EXPECT_EQ(d->key(d->entries[0]), "x");
   EXPECT_EQ(d->entries[0].value, 1);
+}
+
+// A checkpoint whose keyed state fails to persist hands its delta to the next one, merged with
+// that one's (SnapshotPersister). A key changed before each of k failed checkpoints is written
+// once, with its latest value, and the carried delta never holds more entries than the state.
+TEST(KeyedStateTest, DeltaCarriedOverFailedCheckpointsHoldsEachKeyOnceWithItsLatestValue) {
+  auto s = MakeState();
+  StateDelta carried;
+  constexpr int kFailed = 50;
+  for (int k = 1; k <= kFailed; ++k) {
+    s.Add("hot", 1);                              // changed before every checkpoint
+    s.Put("cold-" + std::to_string(k % 5), k);    // five keys, each changed now and then
+    s.Add("new-" + std::to_string(k), k);         // a key first seen in checkpoint k
+    carried.Merge(*s.TakeDelta());
+    ASSERT_LE(carried.entries.size(), s.size()) << "after failed checkpoint " << k;
+  }
+  auto m = DeltaMap(carried);  // fails on a duplicate key
+  ASSERT_EQ(m.size(), s.size());
+  EXPECT_EQ(m.at("hot").second, kFailed);
+  EXPECT_EQ(m.at("hot").first, GroupOf("hot"));
+  for (int c = 0; c < 5; ++c) EXPECT_EQ(m.at("cold-" + std::to_string(c)).second, kFailed - (kFailed - c) % 5);
+  for (int k = 1; k <= kFailed; ++k) EXPECT_EQ(m.at("new-" + std::to_string(k)).second, k);
+  // Every entry of the merged delta has the value the state holds now.
+  for (const auto& [key, gv] : m) {
+    int64_t v = 0;
+    ASSERT_TRUE(s.Get(key, &v)) << key;
+    EXPECT_EQ(gv.second, v) << key;
+  }
+  // The key bytes are not copied once per failed checkpoint either.
+  size_t key_bytes = 0;
+  for (const auto& [key, gv] : m) key_bytes += key.size();
+  EXPECT_EQ(carried.keys.size(), key_bytes);
+}
+
+TEST(KeyedStateTest, MergeIntoAnEmptyDeltaAndOfAnEmptyDeltaKeepTheEntries) {
+  auto s = MakeState();
+  s.Add("a", 1);
+  s.Add("", 2);  // the empty key is a key
+  StateDelta d;
+  d.Merge(*s.TakeDelta());
+  d.Merge(*s.TakeDelta());  // nothing changed since
+  auto m = DeltaMap(d);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m.at("a").second, 1);
+  EXPECT_EQ(m.at("").second, 2);
+}
+
+// Offsets into a delta's keys are 64-bit, so a carried delta whose keys pass 4 GiB cannot wrap
+// an offset onto another key's bytes (the old 32-bit offsets were added to without a check);
+// the layout stays 24 bytes per entry.
+static_assert(std::is_same_v<decltype(StateDelta::Entry::key_offset), uint64_t>);
+static_assert(sizeof(StateDelta::Entry) == 24);
+
+TEST(KeyedStateTest, MergedDeltaEntriesReadTheirOwnKeysAfterManyMerges) {
+  // Large keys, each merged in its own round, so that later keys sit at growing offsets.
+  auto s = MakeState();
+  StateDelta carried;
+  std::map<std::string, int64_t> want;
+  for (int k = 0; k < 64; ++k) {
+    std::string key = std::string(1 << 16, static_cast<char>('a' + k % 26)) + std::to_string(k);
+    s.Put(key, k);
+    want[key] = k;
+    carried.Merge(*s.TakeDelta());
+  }
+  std::map<std::string, int64_t> got;
+  for (const auto& en : carried.entries) got[std::string(carried.key(en))] = en.value;
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace
