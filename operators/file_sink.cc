@@ -160,14 +160,19 @@ class FileSink final : public Operator {
     }
     // Every pending file, not just the one closed now: an earlier checkpoint may have failed
     // before its async part ran (or its fsync failed), and this checkpoint commits its files.
-    std::vector<std::string> to_sync;
-    for (const Pending& p : pending_) to_sync.push_back(InProgressPath(p.seq));
+    // With concurrent checkpoints an earlier one may complete and commit a file before this
+    // async part runs: then the committed file is fsynced (its checkpoint's async part did it
+    // already; this is cheap).
+    std::vector<std::pair<std::string, std::string>> to_sync;
+    for (const Pending& p : pending_) to_sync.emplace_back(InProgressPath(p.seq), CommittedPath(p.seq));
     if (!to_sync.empty()) {
       std::string dir = dir_;
       snap->async_part = [to_sync = std::move(to_sync), dir]() -> Status {
-        for (const auto& f : to_sync) {
-          CAIRN_RETURN_IF_ERROR(InjectStorageFault(f));
-          CAIRN_RETURN_IF_ERROR(FsyncFile(f));
+        for (const auto& [in_progress, committed] : to_sync) {
+          CAIRN_RETURN_IF_ERROR(InjectStorageFault(in_progress));
+          Status s = FsyncFile(in_progress);
+          if (s.IsNotFound()) s = FsyncFile(committed);
+          CAIRN_RETURN_IF_ERROR(s);
         }
         return FsyncDir(dir);
       };

@@ -734,5 +734,22 @@ TEST_F(FileSinkTest, ACheckpointFsyncsThePendingFilesOfEarlierCheckpointsWhoseAs
       << testing::ReadText(log);
 }
 
+
+TEST_F(FileSinkTest, AnAsyncPartSucceedsWhenAnEarlierConcurrentCheckpointCommittedItsFileFirst) {
+  auto sink = OpenSink();
+  Write(sink.get(), {{"one", 1}});
+  Snapshot(sink.get(), 1);
+  Write(sink.get(), {{"two", 1}});
+  OperatorSnapshot second;  // checkpoint 2's async part is still queued ...
+  ASSERT_TRUE(sink->SnapshotState(2, &second).ok());
+  sink->NotifyCheckpointComplete(1);  // ... when checkpoint 1 completes and commits its file
+  ASSERT_TRUE(second.async_part);
+  Status s = second.async_part();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  sink->NotifyCheckpointComplete(2);
+  EXPECT_TRUE(sink->Close().ok());
+  EXPECT_THAT(Committed(), ElementsAre("one\t1", "two\t1"));
+}
+
 }  // namespace
 }  // namespace cairn
