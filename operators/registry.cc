@@ -65,11 +65,7 @@ static std::vector<OperatorType> BuildTable() {
   }
   t.push_back(OperatorType{
       "file_sink", OperatorRole::kSink, false, Schema{},
-      {{"path", ParamType::kString, "", true, 0,
-        "output directory. Checked before anything on disk changes (exit 2): every existing prefix must be a "
-        "directory, the first missing one creatable, an existing one writable. Committed files are "
-        "`part-<run>-<subtask>-<seq>`; output set aside by `--fresh` or by a restore of an older checkpoint "
-        "goes to `<path>/_superseded/` (docs/cli.md)"}},
+      {{"path", ParamType::kString, "", true, 0, "output directory"}},
       "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
       "`.`) that become visible only when the checkpoint covering them completes.",
       NewFileSink});
