@@ -5,6 +5,8 @@
 
 #include "engine/crash_points.h"
 #include "engine/file_util.h"
+#include "engine/storage_faults.h"
+#include "state/checkpoint_format.h"
 #include "engine/task.h"
 
 namespace cairn {
@@ -243,8 +245,9 @@ void CheckpointCoordinator::Complete(Pending p) {
   }
   // Older pending checkpoints are subsumed by this one.
   while (!pending_.empty() && pending_.begin()->first < m.id) {
-    RemoveAll(store_->CheckpointPath(pending_.begin()->first));
+    CheckpointId old = pending_.begin()->first;
     pending_.erase(pending_.begin());
+    Discard(old);
   }
   for (Task* t : tasks_) t->NotifyCheckpointComplete(m.id);
   Status rs = store_->Retain(spec_.checkpoint.retain);
@@ -274,12 +277,28 @@ void CheckpointCoordinator::Complete(Pending p) {
   }
 }
 
+void CheckpointCoordinator::Discard(CheckpointId id) {
+  if (abort_handler_) abort_handler_(id);
+  // As retention does: the commit point goes first (a metadata write that failed after its
+  // rename leaves one), so that a crash half-way leaves an incomplete checkpoint, never a
+  // complete-looking one with missing state.
+  const std::string dir = store_->CheckpointPath(id);
+  const std::string meta = dir + "/" + kMetadataFileName;
+  if (PathExists(meta)) {
+    LogDurabilityEvent("remove", meta);
+    RemoveAll(meta);
+    FsyncDir(dir);
+  }
+  LogDurabilityEvent("remove", dir);
+  RemoveAll(dir);
+}
+
 void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   const bool final_candidate = it->second.final_candidate;
   pending_.erase(it);
-  RemoveAll(store_->CheckpointPath(id));
+  Discard(id);
   last_end_ = Clock::now();
   {
     std::lock_guard<std::mutex> l(stats_mu_);

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -66,6 +67,11 @@ class CheckpointCoordinator {
                         CheckpointId first_id, Listener* listener);
   ~CheckpointCoordinator();
 
+  // Told of every checkpoint that fails (declined, expired, metadata not written) or is
+  // subsumed by a newer completed one, so that its queued writes are skipped (the snapshot
+  // persister's Abort). Set before Start(); called on the coordinator thread.
+  void SetAbortHandler(std::function<void(CheckpointId)> f) { abort_handler_ = std::move(f); }
+
   void Start();
   void Stop();
 
@@ -100,12 +106,15 @@ class CheckpointCoordinator {
   void Trigger(bool final_candidate);
   void Complete(Pending p);
   void Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail);
+  // Tells the abort handler, then removes the checkpoint's directory, _metadata first.
+  void Discard(CheckpointId id);
 
   const JobSpec& spec_;
   const CheckpointStore* const store_;
   const std::vector<Task*> tasks_;
   std::vector<Task*> sources_;
   Listener* const listener_;
+  std::function<void(CheckpointId)> abort_handler_;
 
   moodycamel::ConcurrentQueue<Event> events_;
   Parker parker_;

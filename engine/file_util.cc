@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
@@ -99,6 +100,7 @@ Status WriteAll(int fd, const std::string& path, std::string_view data) {
 Status WritePartsAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
                             const AtomicWriteCrashPoints& crash_points) {
   const std::string tmp = path + ".tmp";
+  LogDurabilityEvent("write", path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return WriteError("cannot create", tmp, errno);
   Status s = InjectStorageFault(path);
@@ -117,6 +119,9 @@ Status WritePartsAtomically(const std::string& path, std::initializer_list<std::
     return s;
   }
   if (crash_points.renamed != nullptr) CAIRN_CRASH_POINT(crash_points.renamed);
+  // The directory fsync that makes the rename durable, seen by the storage-fault seam as
+  // "<dir>/." (e.g. chk-3/.: the commit of chk-3's _metadata).
+  CAIRN_RETURN_IF_ERROR(InjectStorageFault(ParentDir(path) + "/."));
   return FsyncDir(ParentDir(path));
 }
 
@@ -150,6 +155,7 @@ Status ReadFile(const std::string& path, std::string* out) {
 }
 
 Status FsyncFile(const std::string& path) {
+  LogDurabilityEvent("fsync", path);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("cannot open", path, errno);
   if (::fsync(fd) != 0) {
@@ -162,6 +168,7 @@ Status FsyncFile(const std::string& path) {
 }
 
 Status FsyncDir(const std::string& dir) {
+  LogDurabilityEvent("fsync-dir", dir);
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("cannot open directory", dir, errno);
   if (::fsync(fd) != 0) {
@@ -196,6 +203,22 @@ Status RemoveAll(const std::string& path) {
     return Status::IOError("cannot remove " + path + ": " + ec.message());
   }
   return Status::OK();
+}
+
+Status RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return Status::OK();
+  int err = errno;
+  if (err == EINVAL || err == ENOSYS || err == ENOTSUP) {
+    // No RENAME_NOREPLACE here: link() never replaces either.
+    if (::link(from.c_str(), to.c_str()) == 0) {
+      if (::unlink(from.c_str()) != 0) return Status::FromErrno("cannot remove " + to + "'s old name", from, errno);
+      return Status::OK();
+    }
+    err = errno;
+  }
+  if (err == EEXIST)
+    return Status::IOError("cannot rename " + from + " to " + to + ": " + to + " already exists (it is never replaced)");
+  return Status::FromErrno("cannot rename " + from + " to", to, err);
 }
 
 Status Rename(const std::string& from, const std::string& to) {

@@ -39,6 +39,10 @@ Status CreateDirs(const std::string& dir);
 // Removes `path` and everything below it; a missing path is OK.
 Status RemoveAll(const std::string& path);
 Status Rename(const std::string& from, const std::string& to);
+// Renames `from` to `to` unless `to` exists (renameat2 RENAME_NOREPLACE; where the file system
+// does not support it, link + unlink, which also never replaces). An existing `to` is IOError
+// "... already exists" and changes nothing.
+Status RenameNoReplace(const std::string& from, const std::string& to);
 bool PathExists(const std::string& path);
 bool IsDirectory(const std::string& path);
 // Names (not paths) of the entries of `dir`, sorted, without "." and ".."; NotFound when `dir`

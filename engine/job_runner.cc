@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "engine/snapshot_persister.h"
 #include "engine/state_redistribution.h"
 #include "engine/task.h"
+#include "operators/operator_factories.h"
 #include "operators/registry.h"
 #include "state/checkpoint_format.h"
 #include "state/checkpoint_store.h"
@@ -88,24 +90,38 @@ class JobControl : public TaskListener, public CheckpointCoordinator::Listener, 
   std::atomic<size_t> ended_{0};
 };
 
-// Holds flock() on checkpoint.dir/_lock for the lifetime of the run.
+// Holds flock() on checkpoint.dir/_lock for the lifetime of the run. A lock file it created
+// is removed again when the run fails before it owns the directory (bad input changes nothing).
 class DirLock {
  public:
   ~DirLock() {
-    if (fd_ >= 0) close(fd_);
+    if (fd_ >= 0) {
+      if (created_ && !owned_) unlink(path_.c_str());
+      close(fd_);
+    }
   }
+  bool held() const { return fd_ >= 0; }
+  void set_owned() { owned_ = true; }
   Status Acquire(const std::string& dir) {
-    std::string path = dir + "/" + kLockFileName;
-    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) return Status::FromErrno("cannot open lock file", path, errno);
+    path_ = dir + "/" + kLockFileName;
+    fd_ = open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd_ < 0 && errno == ENOENT) {
+      fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      created_ = fd_ >= 0;
+      if (fd_ < 0 && errno == EEXIST) fd_ = open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    }
+    if (fd_ < 0) return Status::FromErrno("cannot open lock file", path_, errno);
     if (flock(fd_, LOCK_EX | LOCK_NB) != 0)
       return Status::InvalidArgument("checkpoint directory " + dir +
-                                     " is in use by another running job (" + path + " is locked)");
+                                     " is in use by another running job (" + path_ + " is locked)");
     return Status::OK();
   }
 
  private:
+  std::string path_;
   int fd_ = -1;
+  bool created_ = false;
+  bool owned_ = false;
 };
 
 // What a restore provides, read and checked before anything on disk changes.
@@ -140,19 +156,41 @@ Schema EmittedSchema(const JobSpec& spec, int op) {
 
 Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunOptions& opt, RestorePlan* plan) {
   if (opt.restore.empty()) return Status::OK();
-  CheckpointStore store(spec.checkpoint.dir);
+  const std::string& ckdir = spec.checkpoint.dir;
+  CheckpointStore store(ckdir);
   if (opt.restore == "latest") {
+    // Fail closed: starting from the beginning here would commit every record again.
+    const std::string how = "; to start from the beginning, run without --restore (--fresh if the directories hold "
+                            "earlier output)";
+    if (!IsDirectory(ckdir))
+      return Status::NotFound("--restore latest: checkpoint.dir " + ckdir + " does not exist, so there is no checkpoint to restore" + how);
     std::vector<CompletedCheckpoint> all;
-    std::vector<Status> skipped;
-    CAIRN_RETURN_IF_ERROR(store.ListCompleted(&all, &skipped));
-    for (const Status& s : skipped) fprintf(stderr, "cairn: warning: skipping damaged checkpoint: %s\n", s.message().c_str());
+    std::vector<Status> skipped, superseded;
+    CAIRN_RETURN_IF_ERROR(store.ListCompleted(&all, &skipped, &superseded));
     if (all.empty()) {
-      fprintf(stderr, "cairn: no completed checkpoint in %s; starting from the beginning\n", spec.checkpoint.dir.c_str());
-      return Status::OK();
+      std::string why;
+      for (const Status& s : skipped) why += "\n  damaged: " + s.message();
+      for (const Status& s : superseded) why += "\n  " + s.message();
+      if (why.empty()) why = "\n  " + ckdir + " holds no completed checkpoint";
+      return Status::NotFound("--restore latest: no checkpoint in " + ckdir + " can be restored" + how + ":" + why);
     }
+    for (const Status& s : skipped) fprintf(stderr, "cairn: warning: skipping damaged checkpoint: %s\n", s.message().c_str());
     plan->checkpoint = all.back();
   } else {
     CAIRN_RETURN_IF_ERROR(CheckpointStore::Resolve(opt.restore, &plan->checkpoint));
+    // A checkpoint of checkpoint.dir that a restore of an older one or --fresh abandoned.
+    std::error_code ec;
+    std::filesystem::path parent = std::filesystem::path(plan->checkpoint.path).parent_path();
+    if (parent.empty()) parent = ".";
+    if (IsDirectory(ckdir) && std::filesystem::equivalent(parent, ckdir, ec)) {
+      bool superseded = false;
+      std::string reason;
+      CAIRN_RETURN_IF_ERROR(store.IsSuperseded(plan->checkpoint.metadata.id, &superseded, &reason));
+      if (superseded)
+        return Status::InvalidArgument("checkpoint " + plan->checkpoint.path + " is superseded (" + reason +
+                                       "): the output it committed was set aside, so it can no longer be restored "
+                                       "exactly once");
+    }
   }
   plan->active = true;
   const CheckpointMetadata& m = plan->checkpoint.metadata;
@@ -231,14 +269,45 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   const auto start = Clock::now();
   const ExecutionPlan plan = ExecutionPlan::Build(spec);
+  const std::string& ckdir = spec.checkpoint.dir;
+  if (opt.fresh && !opt.restore.empty())
+    return Status::InvalidArgument("--fresh starts over and --restore resumes: give one of them");
+  // Operator pre-flight: a sink directory that cannot be created fails now, not at Open.
+  std::vector<const OperatorConfig*> file_sinks;
+  for (const OperatorConfig& oc : spec.operators)
+    if (oc.type == "file_sink") {
+      CAIRN_RETURN_IF_ERROR(FileSinkPreflight(oc));
+      file_sinks.push_back(&oc);
+    }
+  // Lock checkpoint.dir before choosing the checkpoint to restore, so that no other job can
+  // retire it meanwhile (a directory that does not exist holds nothing to choose).
+  DirLock lock;
+  if (IsDirectory(ckdir)) CAIRN_RETURN_IF_ERROR(lock.Acquire(ckdir));
+  CheckpointStore store(ckdir);
   RestorePlan restore;
   CAIRN_RETURN_IF_ERROR(PrepareRestore(spec, plan, opt, &restore));
+  // A start without --restore must not silently produce everything again next to what earlier
+  // runs committed.
+  std::vector<CompletedCheckpoint> earlier;
+  if (opt.restore.empty() && IsDirectory(ckdir)) CAIRN_RETURN_IF_ERROR(store.ListCompleted(&earlier));
+  std::string found;
+  if (!earlier.empty())
+    found += "\n  " + std::to_string(earlier.size()) + " completed checkpoint(s) in " + ckdir + " (newest " +
+             earlier.back().path + ")";
+  if (opt.restore.empty()) {
+    for (const OperatorConfig* oc : file_sinks) {
+      std::vector<std::string> files;
+      CAIRN_RETURN_IF_ERROR(FileSinkCommittedOutput(*oc, &files));
+      if (!files.empty())
+        found += "\n  " + std::to_string(files.size()) + " committed output file(s) of operator '" + oc->id + "' in " +
+                 oc->GetString("path") + " (such as " + files.front() + ")";
+    }
+  }
   if (restore.active) {
     summary->restored_from = restore.checkpoint.metadata.id;
     fprintf(stderr, "cairn: restoring from checkpoint %" PRIu64 " (%s)\n", restore.checkpoint.metadata.id,
             restore.checkpoint.path.c_str());
   }
-  const std::string& ckdir = spec.checkpoint.dir;
 
   // Instantiate every operator subtask; open the sources now, since they only read their
   // input, so that a missing input fails before anything on disk changes.
@@ -275,12 +344,52 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     }
   }
 
+  // Checked after the job's own inputs, so that those errors are named first.
+  if (!found.empty() && !opt.fresh)
+    return Status::InvalidArgument("a fresh start would produce the output again next to what earlier runs committed:" +
+                                   found +
+                                   "\nTo resume, run with --restore latest; to start over on purpose, run with --fresh "
+                                   "(see docs/cli.md)");
+
   // From here on the job owns checkpoint.dir.
   CAIRN_RETURN_IF_ERROR(CreateDirs(ckdir));
-  DirLock lock;
-  CAIRN_RETURN_IF_ERROR(lock.Acquire(ckdir));
-  CheckpointStore store(ckdir);
+  if (!lock.held()) CAIRN_RETURN_IF_ERROR(lock.Acquire(ckdir));
+  lock.set_owned();
   CAIRN_RETURN_IF_ERROR(store.RemoveIncomplete());
+  if (restore.active) {
+    // Restoring an older checkpoint abandons the newer ones: the output they committed is set
+    // aside by the sinks (it is produced again), so they must never be restored, not even by
+    // --restore latest after a crash before this run's first checkpoint. Recorded before the
+    // sinks touch their output.
+    std::vector<CompletedCheckpoint> all;
+    CAIRN_RETURN_IF_ERROR(store.ListCompleted(&all));
+    const CheckpointId id = restore.checkpoint.metadata.id;
+    if (!all.empty() && all.back().metadata.id > id) {
+      CAIRN_RETURN_IF_ERROR(store.Supersede(id + 1, store.MaxId(), "abandoned by a restore of checkpoint " + std::to_string(id)));
+      fprintf(stderr,
+              "cairn: checkpoint %" PRIu64 " is older than the newest completed checkpoint %" PRIu64
+              ": checkpoints %" PRIu64 "-%" PRIu64 " are superseded (no longer restorable; kept until "
+              "checkpoint.retain newer checkpoints completed) and the output committed after checkpoint %" PRIu64 " is set aside in each "
+              "sink's _superseded/\n",
+              id, all.back().metadata.id, id + 1, store.MaxId(), id);
+    }
+  }
+  if (opt.fresh && !found.empty()) {
+    if (!earlier.empty()) {
+      CAIRN_RETURN_IF_ERROR(store.Supersede(1, store.MaxId(), "abandoned by a --fresh start"));
+      fprintf(stderr,
+              "cairn: --fresh: checkpoints up to %" PRIu64 " in %s are superseded (no longer restorable; kept until "
+              "checkpoint.retain newer checkpoints completed)\n",
+              store.MaxId(), ckdir.c_str());
+    }
+    for (const OperatorConfig* oc : file_sinks) {
+      size_t moved = 0;
+      CAIRN_RETURN_IF_ERROR(FileSinkSetAsideOutput(*oc, &moved));
+      if (moved > 0)
+        fprintf(stderr, "cairn: --fresh: set aside %zu committed output file(s) of operator '%s' in %s/_superseded/\n",
+                moved, oc->id.c_str(), oc->GetString("path").c_str());
+    }
+  }
   const std::string work_dir = ckdir + "/" + kWorkDirName + "/run-" + std::to_string(getpid());
   CAIRN_RETURN_IF_ERROR(CreateDirs(work_dir));
   struct WorkDirCleanup {
@@ -379,6 +488,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   control.SetParties(task_ptrs, channel_ptrs, &main_parker);
   CheckpointId first_id = std::max(store.MaxId(), restore.active ? restore.checkpoint.metadata.id : 0) + 1;
   coordinator = std::make_unique<CheckpointCoordinator>(spec, &store, task_ptrs, first_id, &control);
+  coordinator->SetAbortHandler([&persister](CheckpointId id) { persister.Abort(id); });
   control.set_coordinator(coordinator.get());
 
   summary->restore_seconds = SecondsSince(start);

@@ -4,9 +4,11 @@
 //
 // Contract: everything that can be checked before the job touches the disk is checked first
 // (the checkpoint to restore, its compatibility with the job, its state files, the sources'
-// inputs), so that bad input fails with nothing changed. Then the runner locks
-// checkpoint.dir (one job per directory), removes incomplete checkpoints left by a crash, and
-// starts. RunJob is not re-entrant per checkpoint.dir.
+// inputs, the sinks' paths, and that a start without --restore would not duplicate what
+// earlier runs committed), so that bad input fails with nothing changed. checkpoint.dir is
+// locked (one job per directory) before the checkpoint to restore is chosen. Then the runner
+// removes incomplete checkpoints left by a crash, supersedes checkpoints a restore or --fresh
+// abandons, and starts. RunJob is not re-entrant per checkpoint.dir.
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,11 @@ namespace cairn {
 
 struct RunOptions {
   std::string restore;          // "" fresh start, "latest", or a checkpoint path
+  // --fresh: start over on purpose although checkpoint.dir holds completed checkpoints or a
+  // file sink's directory holds committed output (without it such a start is InvalidArgument).
+  // The old checkpoints are superseded (kept until checkpoint.retain newer ones completed,
+  // never restorable again) and the old output is moved to <sink path>/_superseded/. Not with restore.
+  bool fresh = false;
   bool progress = true;         // live progress lines on stderr, once per progress_interval
   // How often progress lines are printed (rates in them are per second whatever the interval).
   // Default: 1 s. REQUIRES: > 0.

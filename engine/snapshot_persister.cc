@@ -4,6 +4,7 @@
 #include "engine/file_util.h"
 #include "engine/crash_points.h"
 #include "engine/storage_faults.h"
+#include <string>
 #include "state/checkpoint_format.h"
 #include "state/rocksdb_state_store.h"
 
@@ -73,6 +74,19 @@ void SnapshotPersister::Submit(std::unique_ptr<PersistJob> job) {
   w->cv.notify_one();
 }
 
+void SnapshotPersister::Abort(CheckpointId id) {
+  constexpr size_t kMaxAborted = 1024;  // older ids have long been persisted or skipped
+  LogDurabilityEvent("abort", std::to_string(id));
+  std::lock_guard<std::mutex> l(aborted_mu_);
+  aborted_.insert(id);
+  while (aborted_.size() > kMaxAborted) aborted_.erase(aborted_.begin());
+}
+
+bool SnapshotPersister::Aborted(CheckpointId id) const {
+  std::lock_guard<std::mutex> l(aborted_mu_);
+  return aborted_.count(id) > 0;
+}
+
 void SnapshotPersister::Stop() {
   for (auto& w : workers_) {
     {
@@ -106,6 +120,12 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
   ack.id = job.id;
   ack.task = job.task;
   ack.status = job.sync_status;
+  auto aborted = [&] {
+    if (!ack.status.ok() || !Aborted(job.id)) return false;
+    ack.status = Status::Aborted("checkpoint " + std::to_string(job.id) + " was aborted; its state was not written");
+    return true;
+  };
+  aborted();
   for (SnapshotPart& part : job.parts) {
     SubtaskStateHandle& h = part.handle;
     std::string rel = h.operator_id + "-" + std::to_string(h.subtask);
@@ -118,6 +138,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       } else if (part.delta != nullptr) {
         delta->Merge(*part.delta);
       }
+      aborted();
       Status s = ack.status;
       if (s.ok()) s = CreateDirs(dir);
       uint64_t bytes = 0;
@@ -126,6 +147,10 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
         // RocksDB's own writes cannot be reached, so an injected fault fails before them.
         s = InjectStorageFault(dir + "/" + kKeyedStateDirName);
         if (s.ok()) s = part.keyed->store->PersistAndCheckpoint(*delta, dir + "/" + kKeyedStateDirName, &bytes);
+        // The keyed directory's entry in the subtask directory, which holds nothing else
+        // when the operator has no operator state.
+        if (s.ok()) s = FsyncDir(dir + "/" + kKeyedStateDirName);
+        if (s.ok()) s = FsyncDir(dir);
       }
       if (!s.ok()) {
         part.keyed->unwritten = std::move(delta);
@@ -135,7 +160,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       h.keyed_dir = rel + "/" + kKeyedStateDirName;
       h.state_bytes += bytes;
     }
-    if (!ack.status.ok()) continue;
+    if (aborted() || !ack.status.ok()) continue;
     if (!part.operator_state.empty()) {
       Status s = CreateDirs(dir);
       if (s.ok()) {
@@ -149,7 +174,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       h.operator_state_file = rel + "/" + kOperatorStateFileName;
       h.state_bytes += part.operator_state.size() + kBlobFooterSize;
     }
-    if (part.async_part) {
+    if (part.async_part && !aborted()) {
       Status s = part.async_part();
       if (!s.ok()) {
         ack.status = s.WithContext("operator " + rel);
@@ -157,7 +182,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       }
     }
   }
-  if (ack.status.ok() && job.channel_state != nullptr && !job.parts.empty()) {
+  if (!aborted() && ack.status.ok() && job.channel_state != nullptr && !job.parts.empty()) {
     SubtaskStateHandle& h = job.parts[0].handle;
     bool any = false;
     for (const RecordBatch& b : job.channel_state->records) any |= !b.empty();

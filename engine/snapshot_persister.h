@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -28,6 +29,11 @@ class SnapshotPersister {
 
   void Submit(std::unique_ptr<PersistJob> job);
   void Stop();
+  // Checkpoint `id` failed (declined, expired, metadata not written) or was subsumed: jobs of it
+  // that have not started are skipped, and a running one stops before its next write. A
+  // skipped job still carries its keyed-state delta over to the next checkpoint and answers
+  // (Aborted), which the coordinator ignores. Any thread.
+  void Abort(CheckpointId id);
 
  private:
   struct Worker {
@@ -40,8 +46,12 @@ class SnapshotPersister {
   void Loop(Worker* w);
   TaskAck Persist(PersistJob& job);
 
+  bool Aborted(CheckpointId id) const;
+
   AckFn ack_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  mutable std::mutex aborted_mu_;
+  std::set<CheckpointId> aborted_;  // guarded by aborted_mu_; the newest kMaxAborted ids
 };
 
 }  // namespace cairn

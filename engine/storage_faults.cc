@@ -1,5 +1,8 @@
 #include "engine/storage_faults.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +18,13 @@ namespace cairn {
 namespace internal {
 
 bool storage_faults_armed = false;
+int durability_log_fd = -1;
+
+void LogDurabilityEventSlow(const char* event, const std::string& path) {
+  std::string line = std::string(event) + " " + path + "\n";
+  ssize_t ignored = ::write(durability_log_fd, line.data(), line.size());
+  (void)ignored;
+}
 
 namespace {
 
@@ -63,6 +73,14 @@ Status InjectStorageFaultSlow(const std::string& path) {
 }  // namespace internal
 
 bool InitStorageFaults(std::string* error) {
+  const char* log = std::getenv("CAIRN_DURABILITY_LOG");
+  if (log != nullptr && *log != '\0' && internal::durability_log_fd < 0) {
+    internal::durability_log_fd = ::open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (internal::durability_log_fd < 0) {
+      *error = std::string("CAIRN_DURABILITY_LOG=") + log + ": cannot open: " + std::strerror(errno);
+      return false;
+    }
+  }
   const char* v = std::getenv("CAIRN_STORAGE_FAULT");
   if (v == nullptr || *v == '\0') return true;
   const std::string text(v);

@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage:\n"
-    "  cairn run JOB.yaml [--restore latest|PATH] [--set KEY=VALUE]... [--quiet]\n"
+    "  cairn run JOB.yaml [--restore latest|PATH | --fresh] [--set KEY=VALUE]... [--quiet]\n"
     "            [--progress-interval DURATION]   (progress lines on stderr; default 1s)\n"
     "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
     "  cairn checkpoints DIR [--json]\n"
@@ -65,6 +65,7 @@ struct JobArgs {
   std::string file;
   std::vector<std::string> sets;
   std::string restore;
+  bool fresh = false;
   bool quiet = false;
   Millis progress_interval{1000};
 };
@@ -85,6 +86,8 @@ int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, Job
       if (!TakeValue(args, &i, "--progress-interval", &v) || !ParseDuration(v, &out->progress_interval) ||
           out->progress_interval.count() <= 0)
         return UsageError("--progress-interval needs a duration > 0 (e.g. 100ms, 1s)");
+    } else if (allow_run_flags && a == "--fresh") {
+      out->fresh = true;
     } else if (allow_run_flags && a == "--quiet") {
       out->quiet = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -96,6 +99,8 @@ int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, Job
     }
   }
   if (out->file.empty()) return UsageError("missing JOB.yaml");
+  if (out->fresh && !out->restore.empty())
+    return UsageError("--fresh (start over) and --restore (resume) exclude each other");
   return 0;
 }
 
@@ -107,6 +112,7 @@ int CmdRun(const std::vector<std::string>& args) {
   if (!s.ok()) return Report(s);
   RunOptions opt;
   opt.restore = ja.restore;
+  opt.fresh = ja.fresh;
   opt.progress = !ja.quiet;
   opt.progress_interval = ja.progress_interval;
   RunSummary summary;
@@ -182,10 +188,11 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
   if (!IsDirectory(dir)) return Report(Status::NotFound(dir + ": no such checkpoint directory"));
   CheckpointStore store(dir);
   std::vector<CompletedCheckpoint> all;
-  std::vector<Status> skipped;
-  Status s = store.ListCompleted(&all, &skipped);
+  std::vector<Status> skipped, superseded;
+  Status s = store.ListCompleted(&all, &skipped, &superseded);
   if (!s.ok()) return Report(s);
   for (const Status& sk : skipped) fprintf(stderr, "cairn: warning: skipping damaged checkpoint: %s\n", sk.message().c_str());
+  for (const Status& sk : superseded) fprintf(stderr, "cairn: not listed: %s\n", sk.message().c_str());
   for (const auto& c : all) {
     const CheckpointMetadata& m = c.metadata;
     if (json) {

@@ -4,27 +4,38 @@
 // Files, in the sink's `path`:
 //   .part-<run>-<subtask>-<seq>.inprogress   being written, or closed but not yet committed
 //   part-<run>-<subtask>-<seq>                committed: covered by a completed checkpoint
+//   _superseded/part-...                      committed output set aside by a restore of an
+//                                             older checkpoint or by `--fresh` (never deleted)
 // <run> is chosen at a fresh start and kept across restores. At a checkpoint's synchronous
 // snapshot the current file is closed and becomes pending for that checkpoint; the async part
-// fsyncs it; NotifyCheckpointComplete renames the pending files of completed checkpoints. The
-// operator state lists the pending files and the next sequence number, so a restore commits
-// what the restored checkpoint owes and deletes in-progress files written after it.
+// fsyncs every pending file (also those of earlier checkpoints that failed before their own
+// fsync ran); NotifyCheckpointComplete renames the pending files of completed checkpoints,
+// never over an existing file (RENAME_NOREPLACE). The operator state lists the pending files and
+// the next sequence number, so a restore commits what the restored checkpoint owes, deletes
+// in-progress files written after it, and sets aside committed files written after it (output
+// of a newer checkpoint that the restore abandons, which the job now produces again). Sequence
+// numbers are never reused: a restore continues above every committed or set-aside file.
 //
 // Rescaling (split list state, docs/state.md): the items are the old subtasks' writers (run,
 // subtask, next sequence number, pending files). A subtask restored at another parallelism gets
 // a writer list: it restores each writer as that old subtask would have (commit what it owes,
 // delete what it wrote after the checkpoint), then writes under a new run id.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "engine/coding.h"
 #include "engine/crash_points.h"
 #include "engine/file_util.h"
+#include "engine/storage_faults.h"
 #include "operators/operator_factories.h"
 
 namespace cairn {
@@ -68,6 +79,8 @@ bool DecodeWriter(std::string_view item, uint32_t* subtask, std::string* state) 
   return true;
 }
 
+constexpr const char* kSupersededDir = "_superseded";
+
 class FileSink final : public Operator {
  public:
   explicit FileSink(const OperatorConfig& c) : dir_(c.GetString("path")) {}
@@ -81,10 +94,18 @@ class FileSink final : public Operator {
     subtask_ = ctx.subtask;
     CAIRN_RETURN_IF_ERROR(CreateDirs(dir_).WithContext("operator " + id_));
     if (!ctx.restored_operator_state) {
+      // A run id no file in the directory uses yet, so that no name is ever reused.
+      std::vector<std::string> names;
+      CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
       std::random_device rd;
-      char buf[16];
-      std::snprintf(buf, sizeof buf, "%08x", rd());
-      run_ = buf;
+      for (;;) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%08x", rd());
+        run_ = buf;
+        bool used = false;
+        for (const std::string& n : names) used |= n.find("-" + run_ + "-") != std::string::npos;
+        if (!used) break;
+      }
       return Status::OK();
     }
     if (IsWriterList(*ctx.restored_operator_state)) return OpenRescaled(ctx);
@@ -104,23 +125,48 @@ class FileSink final : public Operator {
     for (const Pending& p : pending_) {
       std::string from = InProgressPath(p.seq), to = CommittedPath(p.seq);
       if (PathExists(from)) {
-        CAIRN_RETURN_IF_ERROR(Rename(from, to));
+        CAIRN_RETURN_IF_ERROR(Commit(from, to));
       } else if (!PathExists(to)) {
         return Status::Corruption("operator " + id_ + ": output file " + from +
                                   " owed by the checkpoint is missing; the output directory changed");
       }
     }
     pending_.clear();
-    // Discard everything this subtask wrote after the checkpoint.
+    // Roll back everything this subtask wrote after the checkpoint: in-progress files are
+    // deleted; committed ones (output of newer checkpoints, which this run produces again) are
+    // set aside in _superseded/. The sequence continues above every committed or set-aside file.
+    const std::string in_progress = ".part-" + run_ + "-" + std::to_string(subtask_) + "-";
+    const std::string committed = "part-" + run_ + "-" + std::to_string(subtask_) + "-";
+    const std::string aside = dir_ + "/" + kSupersededDir;
+    uint64_t above = next_seq_;
     std::vector<std::string> names;
     CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
-    std::string prefix = ".part-" + run_ + "-" + std::to_string(subtask_) + "-";
+    bool set_aside = false;
     for (const std::string& n : names) {
-      if (n.compare(0, prefix.size(), prefix) != 0) continue;
       uint64_t seq = 0;
-      auto [ptr, ec] = std::from_chars(n.data() + prefix.size(), n.data() + n.size(), seq);
-      if (ec == std::errc() && seq >= next_seq_) CAIRN_RETURN_IF_ERROR(RemoveAll(dir_ + "/" + n));
+      if (ParseSeq(n, in_progress, ".inprogress", &seq)) {
+        if (seq >= next_seq_) CAIRN_RETURN_IF_ERROR(RemoveAll(dir_ + "/" + n));
+      } else if (ParseSeq(n, committed, "", &seq)) {
+        above = std::max(above, seq + 1);
+        if (seq < next_seq_) continue;
+        CAIRN_RETURN_IF_ERROR(CreateDirs(aside));
+        CAIRN_RETURN_IF_ERROR(RenameNoReplace(dir_ + "/" + n, aside + "/" + n).WithContext("operator " + id_));
+        set_aside = true;
+      }
     }
+    if (IsDirectory(aside)) {
+      CAIRN_RETURN_IF_ERROR(ListDir(aside, &names));
+      for (const std::string& n : names) {
+        uint64_t seq = 0;
+        if (ParseSeq(n, committed, "", &seq)) above = std::max(above, seq + 1);
+      }
+    }
+    if (set_aside) {
+      fprintf(stderr, "cairn: operator %s[%u]: set aside the output committed after checkpoint %" PRIu64 " in %s\n",
+              id_.c_str(), subtask_, *ctx.restored_checkpoint, aside.c_str());
+      CAIRN_RETURN_IF_ERROR(FsyncDir(aside));
+    }
+    next_seq_ = above;
     return FsyncDir(dir_);
   }
 
@@ -139,7 +185,6 @@ class FileSink final : public Operator {
   }
 
   Status SnapshotState(CheckpointId id, OperatorSnapshot* snap) override {
-    std::vector<std::string> to_sync;
     if (fd_ >= 0 || !buf_.empty()) {
       Flush();
       if (fd_ >= 0) {
@@ -148,7 +193,6 @@ class FileSink final : public Operator {
       }
       if (!status_.ok()) return status_;
       pending_.push_back({next_seq_, id});
-      to_sync.push_back(InProgressPath(next_seq_));
       ++next_seq_;
     }
     if (!status_.ok()) return status_;
@@ -159,10 +203,22 @@ class FileSink final : public Operator {
       PutFixed64(&snap->operator_state, p.seq);
       PutFixed64(&snap->operator_state, p.checkpoint);
     }
+    // Every pending file, not just the one closed now: an earlier checkpoint may have failed
+    // before its async part ran (or its fsync failed), and this checkpoint commits its files.
+    // With concurrent checkpoints an earlier one may complete and commit a file before this
+    // async part runs: then the committed file is fsynced (its checkpoint's async part did it
+    // already; this is cheap).
+    std::vector<std::pair<std::string, std::string>> to_sync;
+    for (const Pending& p : pending_) to_sync.emplace_back(InProgressPath(p.seq), CommittedPath(p.seq));
     if (!to_sync.empty()) {
       std::string dir = dir_;
       snap->async_part = [to_sync = std::move(to_sync), dir]() -> Status {
-        for (const auto& f : to_sync) CAIRN_RETURN_IF_ERROR(FsyncFile(f));
+        for (const auto& [in_progress, committed] : to_sync) {
+          CAIRN_RETURN_IF_ERROR(InjectStorageFault(in_progress));
+          Status s = FsyncFile(in_progress);
+          if (s.IsNotFound()) s = FsyncFile(committed);
+          CAIRN_RETURN_IF_ERROR(s);
+        }
         return FsyncDir(dir);
       };
     }
@@ -172,7 +228,7 @@ class FileSink final : public Operator {
   void NotifyCheckpointComplete(CheckpointId id) override {
     size_t done = 0;
     for (; done < pending_.size() && pending_[done].checkpoint <= id; ++done) {
-      Status s = Rename(InProgressPath(pending_[done].seq), CommittedPath(pending_[done].seq));
+      Status s = Commit(InProgressPath(pending_[done].seq), CommittedPath(pending_[done].seq));
       if (!s.ok() && status_.ok()) status_ = s;
       if (done == 0) CAIRN_CRASH_POINT("sink.commit");
     }
@@ -228,6 +284,23 @@ class FileSink final : public Operator {
     next_seq_ = 0;
     pending_.clear();
     return Status::OK();
+  }
+
+  // Renames an in-progress file to its committed name, never over an existing file: a
+  // collision means the output directory holds output this job does not own, and fails loudly.
+  Status Commit(const std::string& from, const std::string& to) {
+    LogDurabilityEvent("commit", from + " " + to);
+    return RenameNoReplace(from, to).WithContext("operator " + id_ + ": cannot commit output");
+  }
+  // `name` is <prefix><decimal seq><suffix>.
+  static bool ParseSeq(const std::string& name, const std::string& prefix, const std::string& suffix, uint64_t* seq) {
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return false;
+    const char* b = name.data() + prefix.size();
+    const char* e = name.data() + name.size() - suffix.size();
+    auto [ptr, ec] = std::from_chars(b, e, *seq);
+    return ec == std::errc() && ptr == e;
   }
 
   std::string Name(uint64_t seq) const { return run_ + "-" + std::to_string(subtask_) + "-" + std::to_string(seq); }
@@ -298,6 +371,68 @@ OperatorStateRule FileSinkStateRule() {
     return s;
   };
   return r;
+}
+
+Status FileSinkPreflight(const OperatorConfig& c) {
+  const std::string& dir = c.GetString("path");
+  const std::string what = "operator '" + c.id + "': path " + dir;
+  if (dir.empty()) return Status::InvalidArgument(what + ": empty");
+  // Each existing prefix must be a directory; the first missing one must be creatable.
+  std::string parent = dir[0] == '/' ? "/" : ".";
+  for (size_t i = 1; i <= dir.size(); i++) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    if (dir[i - 1] == '/') continue;
+    std::string prefix = dir.substr(0, i);
+    struct stat st;
+    if (::stat(prefix.c_str(), &st) != 0) {
+      if (errno != ENOENT) return Status::InvalidArgument(what + ": cannot inspect " + prefix + ": " + std::strerror(errno));
+      if (::access(parent.c_str(), W_OK | X_OK) != 0)
+        return Status::InvalidArgument(what + ": cannot create " + prefix + ": " + parent + " is not writable");
+      return Status::OK();
+    }
+    if (!S_ISDIR(st.st_mode))
+      return Status::InvalidArgument(what + ": " + prefix + " exists and is not a directory");
+    parent = prefix;
+  }
+  if (::access(dir.c_str(), R_OK | W_OK | X_OK) != 0)
+    return Status::InvalidArgument(what + ": not writable: " + std::strerror(errno));
+  return Status::OK();
+}
+
+Status FileSinkCommittedOutput(const OperatorConfig& c, std::vector<std::string>* files) {
+  files->clear();
+  const std::string& dir = c.GetString("path");
+  std::vector<std::string> names;
+  Status s = ListDir(dir, &names);
+  if (s.IsNotFound()) return Status::OK();
+  CAIRN_RETURN_IF_ERROR(s);
+  for (const std::string& n : names)
+    if (n.rfind("part-", 0) == 0) files->push_back(dir + "/" + n);
+  return Status::OK();
+}
+
+Status FileSinkSetAsideOutput(const OperatorConfig& c, size_t* moved) {
+  *moved = 0;
+  const std::string& dir = c.GetString("path");
+  const std::string aside = dir + "/" + kSupersededDir;
+  std::vector<std::string> names;
+  Status s = ListDir(dir, &names);
+  if (s.IsNotFound()) return Status::OK();
+  CAIRN_RETURN_IF_ERROR(s);
+  for (const std::string& n : names) {
+    const bool committed = n.rfind("part-", 0) == 0;
+    const bool in_progress = n.rfind(".part-", 0) == 0;
+    if (!committed && !in_progress) continue;
+    if (in_progress) {
+      CAIRN_RETURN_IF_ERROR(RemoveAll(dir + "/" + n));  // never output: nothing to keep
+      continue;
+    }
+    CAIRN_RETURN_IF_ERROR(CreateDirs(aside));
+    CAIRN_RETURN_IF_ERROR(RenameNoReplace(dir + "/" + n, aside + "/" + n).WithContext("operator '" + c.id + "'"));
+    ++*moved;
+  }
+  if (*moved > 0) CAIRN_RETURN_IF_ERROR(FsyncDir(aside));
+  return FsyncDir(dir);
 }
 
 }  // namespace cairn

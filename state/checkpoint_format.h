@@ -2,6 +2,8 @@
 //
 //   <checkpoint.dir>/
 //     _lock                         flock()ed by the running job (one job per directory)
+//     _superseded                   ids of checkpoints that may no longer be restored (see
+//                                   CheckpointStore::Supersede)
 //     _work/<run>/<op>-<subtask>/   working RocksDB of a running job (not part of any checkpoint;
 //                                   left-overs of dead runs are removed at start-up)
 //     chk-<id>/                     one checkpoint; complete iff _metadata exists
@@ -26,6 +28,9 @@ inline constexpr const char* kMetadataFileName = "_metadata";
 inline constexpr const char* kCheckpointDirPrefix = "chk-";
 inline constexpr const char* kWorkDirName = "_work";
 inline constexpr const char* kLockFileName = "_lock";
+// Ranges of checkpoint ids a restore of an older checkpoint or a `--fresh` start abandoned:
+// one line "<first> <last> <reason>" each (CheckpointStore::Supersede).
+inline constexpr const char* kSupersededFileName = "_superseded";
 inline constexpr const char* kKeyedStateDirName = "keyed";
 inline constexpr const char* kOperatorStateFileName = "operator.state";
 inline constexpr const char* kChannelStateFileName = "channel.state";

@@ -85,18 +85,87 @@ std::string CheckpointStore::CheckpointPath(CheckpointId id) const {
   return dir_ + "/" + kCheckpointDirPrefix + std::to_string(id);
 }
 
-Status CheckpointStore::ListCompleted(std::vector<CompletedCheckpoint>* out, std::vector<Status>* skipped) const {
+Status CheckpointStore::ReadSuperseded(std::vector<SupersededRange>* out) const {
+  out->clear();
+  const std::string path = dir_ + "/" + kSupersededFileName;
+  std::string text;
+  Status s = ReadFile(path, &text);
+  if (s.IsNotFound()) return Status::OK();
+  CAIRN_RETURN_IF_ERROR(s);
+  size_t line_no = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) return Status::Corruption(path + ": damaged (truncated last line)");
+    std::string_view line(text.data() + start, nl - start);
+    start = nl + 1;
+    ++line_no;
+    size_t sp1 = line.find(' ');
+    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    SupersededRange r;
+    if (sp2 == std::string_view::npos ||
+        !ParseCheckpointDirName(std::string(kCheckpointDirPrefix) + std::string(line.substr(0, sp1)), &r.first) ||
+        !ParseCheckpointDirName(std::string(kCheckpointDirPrefix) + std::string(line.substr(sp1 + 1, sp2 - sp1 - 1)),
+                                &r.last) ||
+        r.first > r.last)
+      return Status::Corruption(path + ": damaged (line " + std::to_string(line_no) + ")");
+    r.reason = std::string(line.substr(sp2 + 1));
+    out->push_back(std::move(r));
+  }
+  return Status::OK();
+}
+
+Status CheckpointStore::IsSuperseded(CheckpointId id, bool* superseded, std::string* reason) const {
+  std::vector<SupersededRange> ranges;
+  CAIRN_RETURN_IF_ERROR(ReadSuperseded(&ranges));
+  *superseded = false;
+  for (const SupersededRange& r : ranges)
+    if (id >= r.first && id <= r.last) {
+      *superseded = true;
+      if (reason != nullptr) *reason = r.reason;
+    }
+  return Status::OK();
+}
+
+Status CheckpointStore::Supersede(CheckpointId first, CheckpointId last, const std::string& reason) const {
+  if (first > last) return Status::OK();
+  const std::string path = dir_ + "/" + kSupersededFileName;
+  std::vector<SupersededRange> ranges;
+  CAIRN_RETURN_IF_ERROR(ReadSuperseded(&ranges));
+  std::string text;
+  Status s = ReadFile(path, &text);
+  if (!s.ok() && !s.IsNotFound()) return s;
+  std::string line = reason;
+  for (char& c : line)
+    if (c == '\n') c = ' ';
+  text += std::to_string(first) + " " + std::to_string(last) + " " + line + "\n";
+  return WriteFileAtomically(path, text);
+}
+
+Status CheckpointStore::ListCompleted(std::vector<CompletedCheckpoint>* out, std::vector<Status>* skipped,
+                                      std::vector<Status>* superseded) const {
   out->clear();
   std::vector<std::string> names;
   Status s = ListDir(dir_, &names);
   if (s.IsNotFound()) return Status::OK();
   CAIRN_RETURN_IF_ERROR(s);
+  std::vector<SupersededRange> ranges;
+  CAIRN_RETURN_IF_ERROR(ReadSuperseded(&ranges));
   std::vector<CompletedCheckpoint> result;
   for (const std::string& name : names) {
     CheckpointId id;
     if (!ParseCheckpointDirName(name, &id)) continue;
     const std::string path = dir_ + "/" + name;
     if (!IsDirectory(path)) continue;
+    const SupersededRange* sup = nullptr;
+    for (const SupersededRange& r : ranges)
+      if (id >= r.first && id <= r.last) sup = &r;
+    if (sup != nullptr) {
+      bool missing = false;
+      CAIRN_RETURN_IF_ERROR(MetadataMissing(path, &missing));
+      if (!missing && superseded != nullptr)
+        superseded->push_back(Status::InvalidArgument(path + ": superseded (" + sup->reason + ")"));
+      continue;
+    }
     CompletedCheckpoint c;
     s = ReadCheckpoint(path, &c);
     if (s.IsNotFound()) continue;  // incomplete: _metadata was never committed
@@ -129,6 +198,9 @@ CheckpointId CheckpointStore::MaxId() const {
     CheckpointId id;
     if (ParseCheckpointDirName(name, &id)) max_id = std::max(max_id, id);
   }
+  std::vector<SupersededRange> ranges;
+  if (ReadSuperseded(&ranges).ok())
+    for (const SupersededRange& r : ranges) max_id = std::max(max_id, r.last);
   return max_id;
 }
 
@@ -181,10 +253,35 @@ Status CheckpointStore::Retain(uint32_t retain) const {
   if (retain == 0) return Status::InvalidArgument("checkpoint retention must keep at least 1 checkpoint");
   std::vector<CompletedCheckpoint> all;
   CAIRN_RETURN_IF_ERROR(ListCompleted(&all));
-  if (all.size() <= retain) return Status::OK();
-  const size_t remove = all.size() - retain;
-  for (size_t i = 0; i < remove; i++) CAIRN_RETURN_IF_ERROR(RemoveCheckpoint(all[i].path));
-  return FsyncDir(dir_);
+  bool removed = false;
+  std::vector<SupersededRange> ranges;
+  CAIRN_RETURN_IF_ERROR(ReadSuperseded(&ranges));
+  if (!ranges.empty()) {
+    std::vector<std::string> names;
+    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+    for (const std::string& name : names) {
+      CheckpointId id;
+      if (!ParseCheckpointDirName(name, &id) || !IsDirectory(dir_ + "/" + name)) continue;
+      // Kept while fewer than `retain` completed checkpoints are newer than it.
+      const size_t newer = static_cast<size_t>(std::count_if(
+          all.begin(), all.end(), [id](const CompletedCheckpoint& c) { return c.metadata.id > id; }));
+      if (newer < retain) continue;
+      CompletedCheckpoint c;
+      if (ReadCheckpoint(dir_ + "/" + name, &c).IsCorruption()) continue;  // damaged: left for a human
+      for (const SupersededRange& r : ranges)
+        if (id >= r.first && id <= r.last) {
+          CAIRN_RETURN_IF_ERROR(RemoveCheckpoint(dir_ + "/" + name));
+          removed = true;
+          break;
+        }
+    }
+  }
+  if (all.size() > retain) {
+    const size_t remove = all.size() - retain;
+    for (size_t i = 0; i < remove; i++) CAIRN_RETURN_IF_ERROR(RemoveCheckpoint(all[i].path));
+    removed = true;
+  }
+  return removed ? FsyncDir(dir_) : Status::OK();
 }
 
 }  // namespace cairn

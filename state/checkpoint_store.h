@@ -29,11 +29,15 @@ class CheckpointStore {
   // Incomplete checkpoints (no _metadata) are ignored. Damaged ones (Corruption, including
   // metadata whose id differs from the directory's) are skipped; their errors are appended to
   // *skipped when it is non-null. Any other error reading a _metadata fails the whole call.
-  Status ListCompleted(std::vector<CompletedCheckpoint>* out, std::vector<Status>* skipped = nullptr) const;
+  // Superseded checkpoints (see Supersede) are not listed either; their reasons go to
+  // *superseded when it is non-null.
+  Status ListCompleted(std::vector<CompletedCheckpoint>* out, std::vector<Status>* skipped = nullptr,
+                       std::vector<Status>* superseded = nullptr) const;
   // The newest completed checkpoint; NotFound when there is none.
   Status Latest(CompletedCheckpoint* out) const;
   // The largest id of any chk-<id> entry (complete or not, even a stray file, so that the next
-  // id never collides), 0 when none or when the directory cannot be listed.
+  // id never collides) or of any superseded range, 0 when none or when the directory cannot be
+  // listed.
   CheckpointId MaxId() const;
   // `path` is a chk-<id> directory or its _metadata file. NotFound / Corruption name the path;
   // any other existing file is InvalidArgument. A directory named chk-<id> must hold the
@@ -48,9 +52,26 @@ class CheckpointStore {
   // damaged ones are never touched. Each removal deletes _metadata first, so a crash half-way
   // leaves an incomplete checkpoint, never a complete-looking one with missing state.
   // REQUIRES: retain >= 1 (0 is InvalidArgument and removes nothing).
+  // A superseded checkpoint (see Supersede) is removed the same way once `retain` completed
+  // checkpoints newer than it exist (so never before the run that superseded it has its own).
   Status Retain(uint32_t retain) const;
 
+  // Records (durably: _superseded is rewritten atomically) that the checkpoints with ids in
+  // [first, last] may no longer be restored: a restore of an older checkpoint abandoned them
+  // (the output they committed was set aside), or a `--fresh` start did. They stay on disk,
+  // unlisted, until Retain removes them. `reason` is one line of text. The caller holds the lock.
+  Status Supersede(CheckpointId first, CheckpointId last, const std::string& reason) const;
+  // Whether checkpoint `id` is superseded; *reason says by what. Corruption when _superseded
+  // does not parse.
+  Status IsSuperseded(CheckpointId id, bool* superseded, std::string* reason = nullptr) const;
+
  private:
+  struct SupersededRange {
+    CheckpointId first, last;
+    std::string reason;
+  };
+  Status ReadSuperseded(std::vector<SupersededRange>* out) const;
+
   const std::string dir_;
 };
 

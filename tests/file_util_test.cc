@@ -248,5 +248,21 @@ TEST(FileUtil, ChecksummedFileMissingIsNotFound) {
   EXPECT_TRUE(Contains(s.message(), dir / "nope")) << s.message();
 }
 
+
+TEST(FileUtil, RenameNoReplaceRenamesButNeverReplacesAnExistingFile) {
+  ScratchDir dir;
+  WriteText(dir / "a", "new");
+  ASSERT_TRUE(RenameNoReplace(dir / "a", dir / "b").ok());
+  EXPECT_EQ(ReadText(dir / "b"), "new");
+  EXPECT_FALSE(PathExists(dir / "a"));
+
+  WriteText(dir / "c", "other");
+  Status s = RenameNoReplace(dir / "c", dir / "b");
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), dir / "b" + " already exists")) << s.message();
+  EXPECT_EQ(ReadText(dir / "b"), "new");
+  EXPECT_EQ(ReadText(dir / "c"), "other");
+}
+
 }  // namespace
 }  // namespace cairn

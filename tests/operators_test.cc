@@ -3,6 +3,8 @@
 // NotifyCheckpointComplete), as a task would.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/storage_faults.h"
 #include "engine/operator.h"
 #include "operators/registry.h"
 #include "state/keyed_state.h"
@@ -645,6 +648,107 @@ TEST_F(FileSinkTest, RestoreOfAnAlreadyCommittedFileIsANoOp) {
   }
   auto restored = OpenSink(0, state_at_1);
   EXPECT_THAT(Committed(), ElementsAre("owed\t1"));
+}
+
+
+TEST_F(FileSinkTest, ACommitNeverReplacesAnExistingFileAndFailsLoudly) {
+  auto sink = OpenSink();
+  Write(sink.get(), {{"mine", 1}});
+  Snapshot(sink.get(), 1);
+  std::vector<std::string> names = FileNames();
+  ASSERT_EQ(names.size(), 1u);
+  // ".part-<name>.inprogress" commits to "part-<name>": put a foreign file there.
+  const std::string target = out() + "/" + names[0].substr(1, names[0].size() - 1 - std::string(".inprogress").size());
+  testing::WriteText(target, "foreign\t7\n");
+  sink->NotifyCheckpointComplete(1);
+  Status s = sink->Close();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(target + " already exists"), std::string::npos) << s.ToString();
+  EXPECT_EQ(testing::ReadText(target), "foreign\t7\n");
+  EXPECT_TRUE(std::filesystem::exists(out() + "/" + names[0])) << "the pending file is kept";
+}
+
+TEST_F(FileSinkTest, RestoreOfAnOlderCheckpointSetsAsideLaterCommittedOutputAndNeverReusesANumber) {
+  std::string state_at_1;
+  std::vector<std::string> committed_later;
+  {
+    auto sink = OpenSink();
+    Write(sink.get(), {{"one", 1}});
+    state_at_1 = Snapshot(sink.get(), 1);
+    sink->NotifyCheckpointComplete(1);
+    Write(sink.get(), {{"two", 1}});
+    Snapshot(sink.get(), 2);
+    sink->NotifyCheckpointComplete(2);
+    Write(sink.get(), {{"three", 1}});
+    Snapshot(sink.get(), 3);
+    sink->NotifyCheckpointComplete(3);
+    Write(sink.get(), {{"four", 1}});
+    Snapshot(sink.get(), 4);  // never completes
+  }
+  ASSERT_THAT(Committed(), ElementsAre("one\t1", "three\t1", "two\t1"));
+  std::vector<std::string> before = FileNames();
+
+  auto restored = OpenSink(0, state_at_1);
+  EXPECT_THAT(Committed(), ElementsAre("one\t1")) << "output committed after checkpoint 1 is produced again";
+  std::vector<std::string> aside;
+  for (const auto& e : std::filesystem::directory_iterator(out() + "/_superseded"))
+    aside.push_back(e.path().filename().string());
+  EXPECT_EQ(aside.size(), 2u);
+
+  Write(restored.get(), {{"two", 1}, {"three", 1}});
+  Snapshot(restored.get(), 5);
+  restored->NotifyCheckpointComplete(5);
+  EXPECT_TRUE(restored->Close().ok());
+  EXPECT_THAT(Committed(), ElementsAre("one\t1", "three\t1", "two\t1"));
+  for (const std::string& n : FileNames()) {
+    if (n[0] == '_' || n[0] == '.') continue;
+    for (const std::string& a : aside) EXPECT_NE(n, a) << "a set-aside file's name was reused";
+  }
+
+  // Restoring checkpoint 1 again sets aside the new lineage's output, not the first one's.
+  auto again = OpenSink(0, state_at_1);
+  EXPECT_THAT(Committed(), ElementsAre("one\t1"));
+  size_t n_aside = 0;
+  for (const auto& e : std::filesystem::directory_iterator(out() + "/_superseded")) n_aside += e.is_regular_file();
+  EXPECT_EQ(n_aside, 3u);
+}
+
+TEST_F(FileSinkTest, ACheckpointFsyncsThePendingFilesOfEarlierCheckpointsWhoseAsyncPartNeverRan) {
+  auto sink = OpenSink();
+  Write(sink.get(), {{"one", 1}});
+  OperatorSnapshot failed;  // checkpoint 1 fails before its async part runs
+  ASSERT_TRUE(sink->SnapshotState(1, &failed).ok());
+  const std::vector<std::string> pending_of_1 = FileNames();
+  ASSERT_EQ(pending_of_1.size(), 1u);
+  Write(sink.get(), {{"two", 1}});
+  OperatorSnapshot next;
+  ASSERT_TRUE(sink->SnapshotState(2, &next).ok());
+  ASSERT_TRUE(next.async_part);
+  const std::string log = dir_ / "durability.log";
+  internal::durability_log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  Status s = next.async_part();
+  close(internal::durability_log_fd);
+  internal::durability_log_fd = -1;
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(testing::ReadText(log).find("fsync " + out() + "/" + pending_of_1[0] + "\n"), std::string::npos)
+      << testing::ReadText(log);
+}
+
+
+TEST_F(FileSinkTest, AnAsyncPartSucceedsWhenAnEarlierConcurrentCheckpointCommittedItsFileFirst) {
+  auto sink = OpenSink();
+  Write(sink.get(), {{"one", 1}});
+  Snapshot(sink.get(), 1);
+  Write(sink.get(), {{"two", 1}});
+  OperatorSnapshot second;  // checkpoint 2's async part is still queued ...
+  ASSERT_TRUE(sink->SnapshotState(2, &second).ok());
+  sink->NotifyCheckpointComplete(1);  // ... when checkpoint 1 completes and commits its file
+  ASSERT_TRUE(second.async_part);
+  Status s = second.async_part();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  sink->NotifyCheckpointComplete(2);
+  EXPECT_TRUE(sink->Close().ok());
+  EXPECT_THAT(Committed(), ElementsAre("one\t1", "two\t1"));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "tests/wordcount_check.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,6 +52,27 @@ void ExpectExactlyOnce(const std::string& out_dir, const std::map<std::string, i
   }
 }
 
+std::vector<std::string> ResumeArgs(const std::vector<std::string>& args) {
+  std::string ck;
+  for (const std::string& a : args)
+    if (a.rfind("checkpoint.dir=", 0) == 0) ck = a.substr(std::string("checkpoint.dir=").size());
+  bool resumable = false;
+  std::error_code ec;
+  if (!ck.empty() && std::filesystem::is_directory(ck, ec))
+    for (const auto& e : std::filesystem::directory_iterator(ck, ec))
+      resumable |= e.path().filename().string().rfind("chk-", 0) == 0 && std::filesystem::exists(e.path() / "_metadata");
+  if (resumable) return args;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--restore" && i + 1 < args.size() && args[i + 1] == "latest") {
+      ++i;
+      continue;
+    }
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
 KillRun RunWithKills(const std::vector<std::string>& args, const std::string& logs, int max_kills, uint32_t seed,
                      int min_delay_ms, int max_delay_ms, const std::string& checkpoint_dir) {
   std::mt19937 rng(seed);
@@ -63,7 +86,7 @@ KillRun RunWithKills(const std::vector<std::string>& args, const std::string& lo
   };
   while (kr.runs < max_kills + 10) {
     ++kr.runs;
-    CairnProcess p(args, logs + "/out.log", logs + "/err.log");
+    CairnProcess p(ResumeArgs(args), logs + "/out.log", logs + "/err.log");
     RunResult r;
     bool kill_this = kr.kills < max_kills;
     if (kill_this && !p.Wait(delay_ms(rng), &r)) {

@@ -25,7 +25,12 @@ struct KillRun {
   std::vector<std::string> checkpoint_lines;
 };
 
-// Runs `cairn args...` until it completes, SIGKILLing it after a random delay in
+// `args` without `--restore latest` when the `--set checkpoint.dir=` it names holds no
+// completed checkpoint yet (`--restore latest` then fails closed, exit 2): what an operator
+// does to start a job that may or may not have run before.
+std::vector<std::string> ResumeArgs(const std::vector<std::string>& args);
+
+// Runs `cairn args...` until it completes (each run through ResumeArgs), SIGKILLing it after a random delay in
 // [min_delay_ms, max_delay_ms] up to `max_kills` times. When `checkpoint_dir` is not empty,
 // lists its checkpoints after every run.
 KillRun RunWithKills(const std::vector<std::string>& args, const std::string& logs, int max_kills, uint32_t seed,
