@@ -93,16 +93,27 @@ TEST(Bank, AlignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToCompleti
 
 TEST(Bank, UnalignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToCompletion("unaligned"); }
 
+// Four SIGKILLs, each after 1-3 new completed checkpoints of its run (plus up to one interval),
+// then a run to the end. The killed runs send 500 requests/s per subtask, so that they cannot
+// finish their 60000 requests (a minute at that pace) before their kill on any machine; the
+// last run sends as fast as it can.
 void RunWithRestores(const std::string& mode) {
   ScratchDir dir;
   std::vector<std::string> args = BankArgs(dir, mode, "30ms");
   args.push_back("--restore");
   args.push_back("latest");
-  uint32_t seed = std::random_device{}();
-  SCOPED_TRACE("kill delay seed " + std::to_string(seed));
-  KillRun kr = RunWithKills(args, dir.path(), 4, seed, 150, 700);
+  KillPlan plan;
+  plan.kills = 4;
+  plan.seed = std::random_device{}();
+  plan.checkpoint_dir = dir / "ck";
+  plan.max_new_checkpoints = 3;
+  plan.max_extra_ms = 30;
+  plan.killed_run_args = {"--set", "operators.requests.rate=500"};
+  plan.last_run_args = {"--set", "operators.requests.rate=0"};
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
-  EXPECT_GE(kr.kills, 2);
+  EXPECT_EQ(kr.kills, 4);
   ExpectMoneyConserved(dir / "ck");
 }
 
