@@ -48,6 +48,22 @@ test-tsan:
 faults: build
 	scripts/fault-battery
 
+# The randomized topology soak (not in `make test`): random jobs (fan-out, fan-in, chains, the
+# bank's cycle, mixed parallelism), checkpoint modes and intervals, SIGKILLs at observed progress
+# and crash points, parallelism changes on restore; each case checked for exactly-once output and
+# per-checkpoint invariants; a summary table at the end (docs/faults.md). SOAK_SEED=S replays
+# one case; SOAK_CASES=N and SOAK_MINUTES=M (default 10) bound the run; SOAK_RESCALE=off keeps
+# every parallelism; SOAK_MASTER_SEED draws the same sequence of cases again.
+SOAK_SEED ?=
+SOAK_CASES ?=
+SOAK_MINUTES ?= 10
+SOAK_RESCALE ?= on
+SOAK_MASTER_SEED ?=
+soak: BUILD_TARGETS = --target cairn
+soak: build
+	SOAK_SEED="$(SOAK_SEED)" SOAK_CASES="$(SOAK_CASES)" SOAK_MINUTES="$(SOAK_MINUTES)" SOAK_RESCALE="$(SOAK_RESCALE)" \
+	  SOAK_MASTER_SEED="$(SOAK_MASTER_SEED)" CAIRN=$(BUILD)/cairn SOAK_DIR=$(BUILD)/soak scripts/soak
+
 # libFuzzer targets (tests/fuzz), built with clang, each run for FUZZ_SECONDS from the seed
 # corpus; new inputs go to build-fuzz/corpus/, crashing ones to build-fuzz/artifacts/.
 FUZZ_SECONDS ?= 60

@@ -28,8 +28,8 @@ struct Money {
   int64_t accounts = 0;
 };
 
-// Sums a checkpoint's balances and the credits on channels from `accounts` (requests in flight
-// on requests->accounts channels move no money yet).
+// Sums a checkpoint's balances and the credits on channels (every channel record that is not a
+// request: requests in flight on requests->accounts channels move no money yet).
 Money CountMoney(const std::string& checkpoint) {
   RunResult r = RunCairn({"state", "dump", checkpoint, "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -39,7 +39,7 @@ Money CountMoney(const std::string& checkpoint) {
     if (line.find("\"value\":") != std::string::npos) {
       m.balances += NumberAfter(line, "value");
       ++m.accounts;
-    } else if (line.find("\"channel\":\"accounts[") != std::string::npos) {
+    } else if (line.find("\"channel\":") != std::string::npos && line.find("\"channel\":\"requests[") == std::string::npos) {
       m.in_flight += NumberAfter(line, "amount");
     }
   }
@@ -80,9 +80,37 @@ std::vector<std::string> BankArgs(const ScratchDir& dir, const std::string& mode
           "--set", "operators.requests.rate=30000"};
 }
 
+// jobs/bank.yaml with a throttle on the feedback path (accounts -> slow -> accounts) and an
+// unpaced source: credits queue up before the throttle from the start and drain at 20000/s, so
+// checkpoints catch credits in flight on any machine (at the latest the first one taken after
+// the requests ran out, which cannot be the final one while credits are still queued). Without
+// the throttle, whether any checkpoint caught a credit in flight depended on the machine: on a
+// loaded one every checkpoint could come while the feedback channels were empty.
 void RunToCompletion(const std::string& mode) {
   ScratchDir dir;
-  RunResult r = RunCairn(BankArgs(dir, mode, "10ms"));
+  const std::string job = dir / "bank-throttled.yaml";
+  WriteText(job,
+            "job: bank\n"
+            "parallelism: 2\n"
+            "operators:\n"
+            "  - id: requests\n"
+            "    type: bank_requests\n"
+            "    count: 60000\n"
+            "    accounts: 1000\n"
+            "  - id: accounts\n"
+            "    type: bank_accounts\n"
+            "    key_by: account\n"
+            "    inputs: [requests, slow]\n"
+            "    accounts: 1000\n"
+            "    initial_balance: 1000\n"
+            "  - id: slow\n"
+            "    type: throttle\n"
+            "    rate: 10000\n"
+            "    inputs: [accounts]\n");
+  std::vector<std::string> args = BankArgs(dir, mode, "10ms");
+  args[1] = job;
+  args.resize(args.size() - 4);  // no operators.requests.count/rate: the file sets them
+  RunResult r = RunCairn(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(ExpectMoneyConserved(dir / "ck"), 0) << "no checkpoint caught a credit in flight";
   RunResult ck = RunCairn({"checkpoints", dir / "ck", "--json"});
@@ -93,16 +121,27 @@ TEST(Bank, AlignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToCompleti
 
 TEST(Bank, UnalignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToCompletion("unaligned"); }
 
+// Four SIGKILLs, each after 1-3 new completed checkpoints of its run (plus up to one interval),
+// then a run to the end. The killed runs send 500 requests/s per subtask, so that they cannot
+// finish their 60000 requests (a minute at that pace) before their kill on any machine; the
+// last run sends as fast as it can.
 void RunWithRestores(const std::string& mode) {
   ScratchDir dir;
   std::vector<std::string> args = BankArgs(dir, mode, "30ms");
   args.push_back("--restore");
   args.push_back("latest");
-  uint32_t seed = std::random_device{}();
-  SCOPED_TRACE("kill delay seed " + std::to_string(seed));
-  KillRun kr = RunWithKills(args, dir.path(), 4, seed, 150, 700);
+  KillPlan plan;
+  plan.kills = 4;
+  plan.seed = std::random_device{}();
+  plan.checkpoint_dir = dir / "ck";
+  plan.max_new_checkpoints = 3;
+  plan.max_extra_ms = 30;
+  plan.killed_run_args = {"--set", "operators.requests.rate=500"};
+  plan.last_run_args = {"--set", "operators.requests.rate=0"};
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
-  EXPECT_GE(kr.kills, 2);
+  EXPECT_EQ(kr.kills, 4);
   ExpectMoneyConserved(dir / "ck");
 }
 

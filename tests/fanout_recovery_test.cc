@@ -33,19 +33,29 @@ std::string Header(const std::string& job, const std::string& ck) {
          "\n  retain: 1000\noperators:\n";
 }
 
-// Runs `job` (written to the scratch dir) under `mode` with SIGKILLs until it completes.
-void RunUnderKills(const ScratchDir& dir, const std::string& yaml, const Mode& mode) {
+// Runs `job` (written to the scratch dir) under `mode`: SIGKILLed 4 times, each after 1-3 new
+// completed checkpoints (observed, not guessed), restored with `--restore latest`, then run to
+// its end. `paced` slows the killed runs (the sources read 1000 lines/s per subtask, the
+// throttles pass 8000 records/s per subtask: the throttled branch backpressures, and no run can
+// reach the end of its input before its kill however fast the machine); `unpaced` lifts it.
+void RunUnderKills(const ScratchDir& dir, const std::string& yaml, const Mode& mode,
+                   const std::vector<std::string>& paced, const std::vector<std::string>& unpaced) {
   std::string job = dir / "job.yaml";
   WriteText(job, yaml);
-  std::vector<std::string> args = {"run", job, "--quiet", "--restore", "latest"};
+  std::vector<std::string> args = {"run", job, "--quiet", "--restore", "latest", "--set", "checkpoint.dir=" + dir / "ck"};
   for (const std::string& s : mode.sets) {
     args.push_back("--set");
     args.push_back(s);
   }
-  uint32_t seed = std::random_device{}();
-  SCOPED_TRACE("mode " + mode.name + ", kill delay seed " + std::to_string(seed));
-  // The throttles cap the job's pace, so it lasts longer than the kills on any machine.
-  KillRun kr = RunWithKills(args, dir.path(), 4, seed, 300, 900, dir / "ck");
+  KillPlan plan;
+  plan.kills = 4;
+  plan.seed = std::random_device{}();
+  plan.checkpoint_dir = dir / "ck";
+  plan.max_extra_ms = 200;
+  for (const std::string& s : paced) plan.killed_run_args.insert(plan.killed_run_args.end(), {"--set", s});
+  for (const std::string& s : unpaced) plan.last_run_args.insert(plan.last_run_args.end(), {"--set", s});
+  SCOPED_TRACE("mode " + mode.name + ", kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
   EXPECT_EQ(kr.kills, 4);
 }
@@ -62,16 +72,17 @@ std::map<std::string, int64_t> Generate(const std::string& path, int words, int 
 // the throttle backpressures tokenize, which blocks on one edge while the other has room.
 void FanOut(const Mode& mode) {
   ScratchDir dir;
-  std::map<std::string, int64_t> expected = Generate(dir / "input.txt", 800000, 21);
+  std::map<std::string, int64_t> expected = Generate(dir / "input.txt", 400000, 21);
   std::string yaml = Header("fanout", dir / "ck") +
                      "  - {id: source, type: file_source, path: " + dir / "input.txt" + "}\n"
                      "  - {id: tokenize, type: tokenize, inputs: [source]}\n"
                      "  - {id: count_a, type: count, key_by: word, inputs: [tokenize]}\n"
-                     "  - {id: throttle, type: throttle, rate: 50000, inputs: [count_a]}\n"
+                     "  - {id: throttle, type: throttle, rate: 100000000, inputs: [count_a]}\n"
                      "  - {id: sink_a, type: file_sink, path: " + dir / "out_a" + ", inputs: [throttle]}\n"
                      "  - {id: count_b, type: count, key_by: word, inputs: [tokenize]}\n"
                      "  - {id: sink_b, type: file_sink, path: " + dir / "out_b" + ", inputs: [count_b]}\n";
-  RunUnderKills(dir, yaml, mode);
+  RunUnderKills(dir, yaml, mode, {"operators.source.rate=1000", "operators.throttle.rate=8000"},
+                {"operators.source.rate=0", "operators.throttle.rate=100000000"});
   ExpectExactlyOnce(dir / "out_a", expected);
   ExpectExactlyOnce(dir / "out_b", expected);
 }
@@ -80,16 +91,18 @@ void FanOut(const Mode& mode) {
 // producers' channels (a union), under backpressure.
 void FanIn(const Mode& mode) {
   ScratchDir dir;
-  std::map<std::string, int64_t> expected = Generate(dir / "a.txt", 400000, 22);
-  for (const auto& [word, n] : Generate(dir / "b.txt", 400000, 23)) expected[word] += n;
+  std::map<std::string, int64_t> expected = Generate(dir / "a.txt", 200000, 22);
+  for (const auto& [word, n] : Generate(dir / "b.txt", 200000, 23)) expected[word] += n;
   std::string yaml = Header("fanin", dir / "ck") +
                      "  - {id: source_a, type: file_source, path: " + dir / "a.txt" + "}\n"
                      "  - {id: source_b, type: file_source, path: " + dir / "b.txt" + "}\n"
                      "  - {id: tokenize, type: tokenize, inputs: [source_a, source_b]}\n"
                      "  - {id: count, type: count, key_by: word, inputs: [tokenize]}\n"
-                     "  - {id: throttle, type: throttle, rate: 50000, inputs: [count]}\n"
+                     "  - {id: throttle, type: throttle, rate: 100000000, inputs: [count]}\n"
                      "  - {id: sink, type: file_sink, path: " + dir / "out" + ", inputs: [throttle]}\n";
-  RunUnderKills(dir, yaml, mode);
+  RunUnderKills(dir, yaml, mode,
+                {"operators.source_a.rate=1000", "operators.source_b.rate=1000", "operators.throttle.rate=8000"},
+                {"operators.source_a.rate=0", "operators.source_b.rate=0", "operators.throttle.rate=100000000"});
   ExpectExactlyOnce(dir / "out", expected);
 }
 
@@ -97,16 +110,17 @@ void FanIn(const Mode& mode) {
 // two branches), every word counted twice; the slow branch is throttled.
 void Diamond(const Mode& mode) {
   ScratchDir dir;
-  std::map<std::string, int64_t> expected = Generate(dir / "input.txt", 500000, 24);
+  std::map<std::string, int64_t> expected = Generate(dir / "input.txt", 300000, 24);
   for (auto& [word, n] : expected) n *= 2;
   std::string yaml = Header("diamond", dir / "ck") +
                      "  - {id: source, type: file_source, path: " + dir / "input.txt" + "}\n"
                      "  - {id: tokenize, type: tokenize, inputs: [source]}\n"
-                     "  - {id: slow, type: throttle, rate: 50000, inputs: [tokenize]}\n"
+                     "  - {id: slow, type: throttle, rate: 100000000, inputs: [tokenize]}\n"
                      "  - {id: fast, type: throttle, rate: 100000000, inputs: [tokenize]}\n"
                      "  - {id: count, type: count, key_by: word, inputs: [slow, fast]}\n"
                      "  - {id: sink, type: file_sink, path: " + dir / "out" + ", inputs: [count]}\n";
-  RunUnderKills(dir, yaml, mode);
+  RunUnderKills(dir, yaml, mode, {"operators.source.rate=1000", "operators.slow.rate=8000"},
+                {"operators.source.rate=0", "operators.slow.rate=100000000"});
   ExpectExactlyOnce(dir / "out", expected);
 }
 

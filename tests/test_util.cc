@@ -1,7 +1,9 @@
 #include "tests/test_util.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -54,12 +56,45 @@ static void SetChildEnv(const std::vector<std::string>& env) {
   for (const std::string& e : env) putenv(strdup(e.c_str()));
 }
 
+// In a forked child, before exec: removes the capabilities that let root ignore permission bits
+// from every set. Root gets its bounding set back as permitted capabilities at exec, so the
+// bounding set must lose them too; the inheritable and ambient sets are emptied of them.
+static bool DropFileAccessOverride() {
+  if (geteuid() != 0) return true;  // permission bits already apply
+  for (int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH}) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) return false;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, cap, 0, 0);
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  for (int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH}) {
+    const uint32_t bit = 1u << (cap % 32);
+    data[cap / 32].effective &= ~bit;
+    data[cap / 32].permitted &= ~bit;
+    data[cap / 32].inheritable &= ~bit;
+  }
+  return syscall(SYS_capset, &header, data) == 0;
+}
+
+static RunResult RunCairnChild(bool as_user, unsigned uid, unsigned gid, bool obey_permissions,
+                               const std::vector<std::string>& args, const std::vector<std::string>& env);
+
 RunResult RunCairn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  return RunCairnAsUser(0, 0, args, env);
+  return RunCairnChild(false, 0, 0, false, args, env);
+}
+
+RunResult RunCairnObeyingPermissions(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  return RunCairnChild(false, 0, 0, true, args, env);
 }
 
 RunResult RunCairnAsUser(unsigned uid, unsigned gid, const std::vector<std::string>& args,
                          const std::vector<std::string>& env) {
+  return RunCairnChild(true, uid, gid, false, args, env);
+}
+
+static RunResult RunCairnChild(bool as_user, unsigned uid, unsigned gid, bool obey_permissions,
+                               const std::vector<std::string>& args, const std::vector<std::string>& env) {
   int out_pipe[2], err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
@@ -71,7 +106,8 @@ RunResult RunCairnAsUser(unsigned uid, unsigned gid, const std::vector<std::stri
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
     SetChildEnv(env);
-    if (uid != 0 && (setgid(gid) != 0 || setuid(uid) != 0)) _exit(126);
+    if (as_user && (setgid(gid) != 0 || setuid(uid) != 0)) _exit(126);
+    if (obey_permissions && !DropFileAccessOverride()) _exit(125);
     std::vector<char*> argv;
     std::string bin = CairnBinary();
     argv.push_back(bin.data());

@@ -32,10 +32,17 @@ struct RunResult {
 // Runs `cairn args...` to completion, capturing stdout and stderr. `env` entries
 // ("NAME=VALUE") are added to the child's environment (e.g. CAIRN_CRASH_AT=...).
 RunResult RunCairn(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
-// The same as another user (the test must run as root): for checks that permission bits
-// stop a read, which they never do for root.
+// The same as another user (the test must run as root). Beware: that user must be able to
+// reach the binary and every path, which fails (exit 127) when the checkout lives under a
+// directory only root may enter (mktemp -d is 0700); prefer RunCairnObeyingPermissions.
 RunResult RunCairnAsUser(unsigned uid, unsigned gid, const std::vector<std::string>& args,
                          const std::vector<std::string>& env = {});
+// The same as the caller's user, but with permission bits enforced: when run as root, the child
+// drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (from its bounding set too, so that exec does
+// not give them back) and stays root, so a file or directory that its owner cannot read stops
+// the read, wherever the checkout and the scratch directories live. exit_code 125 means the
+// capabilities could not be dropped (no CAP_SETPCAP).
+RunResult RunCairnObeyingPermissions(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 
 // Writes `text` to `path`.
 void WriteText(const std::string& path, const std::string& text);

@@ -39,7 +39,6 @@ void RunScenario(const Scenario& sc) {
                                    "--restore", "latest",
                                    "--set", "operators.source.path=" + input,
                                    "--set", "operators.sink.path=" + dir / "out",
-                                   "--set", "operators.throttle.rate=100000",
                                    "--set", "checkpoint.dir=" + dir / "ck",
                                    "--set", "checkpoint.mode=" + sc.mode,
                                    "--set", "checkpoint.interval=100ms",
@@ -48,11 +47,24 @@ void RunScenario(const Scenario& sc) {
     args.push_back("--set");
     args.push_back(s);
   }
-  uint32_t seed = std::random_device{}();
-  SCOPED_TRACE("kill delay seed " + std::to_string(seed));
-  KillRun kr = RunWithKills(args, dir.path(), 5, seed, 300, 900, dir / "ck");
+  // Five SIGKILLs after 1-3 new checkpoints each. In the killed runs the source reads 1000
+  // lines (10000 words) per second per subtask, a minute for the input, so that no run can
+  // finish before its kill, and the throttle passes 8000 records/s per subtask, so that records
+  // queue up before it (barriers overtake them). The backlog stays small: a restored run
+  // processes its channel state before it can take a checkpoint, and a full channel (about
+  // 130000 records per subtask) would take the throttle long to drain. The last run is unpaced.
+  KillPlan plan;
+  plan.kills = 5;
+  plan.seed = std::random_device{}();
+  plan.checkpoint_dir = dir / "ck";
+  plan.max_extra_ms = 100;
+  plan.killed_run_args = {"--set", "operators.source.rate=1000", "--set", "operators.throttle.rate=8000"};
+  plan.last_run_args = {"--set", "operators.source.rate=0", "--set", "operators.throttle.rate=1000000"};
+  plan.list_checkpoints = true;
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
-  EXPECT_GE(kr.kills, 3);
+  EXPECT_EQ(kr.kills, 5);
   ExpectExactlyOnce(dir / "out", ExpectedCounts(input));
   int64_t max_channel_state = 0;
   bool saw_mode = false;
@@ -83,16 +95,24 @@ TEST(AtLeastOnce, SigkillsThenRestoreLoseNothing) {
   ASSERT_EQ(RunCairn({"generate", "--out", input, "--words", "400000", "--vocabulary", "2000", "--seed", "5"}).exit_code, 0);
   std::vector<std::string> args = {"run", SourceDir() + "/jobs/wordcount.yaml", "--quiet", "--restore", "latest",
                                    "--set", "operators.source.path=" + input,
-                                   "--set", "operators.source.rate=20000",
                                    "--set", "operators.sink.path=" + dir / "out",
                                    "--set", "checkpoint.dir=" + dir / "ck",
                                    "--set", "checkpoint.mode=at_least_once",
                                    "--set", "checkpoint.max_concurrent=2",
                                    "--set", "checkpoint.interval=50ms"};
-  uint32_t seed = std::random_device{}();
-  SCOPED_TRACE("kill delay seed " + std::to_string(seed));
-  KillRun kr = RunWithKills(args, dir.path(), 4, seed, 100, 600);
+  // Four SIGKILLs after 1-3 new checkpoints each, the killed runs paced at 250 lines/s per
+  // subtask (80 s for the input), the last one unpaced.
+  KillPlan plan;
+  plan.kills = 4;
+  plan.seed = std::random_device{}();
+  plan.checkpoint_dir = dir / "ck";
+  plan.max_extra_ms = 50;
+  plan.killed_run_args = {"--set", "operators.source.rate=250"};
+  plan.last_run_args = {"--set", "operators.source.rate=0"};
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
+  EXPECT_EQ(kr.kills, 4);
   ExpectExactlyOnce(dir / "out", ExpectedCounts(input), /*at_least_once=*/true);
 }
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <random>
 #include <sstream>
 
@@ -73,40 +75,82 @@ std::vector<std::string> ResumeArgs(const std::vector<std::string>& args) {
   return out;
 }
 
-KillRun RunWithKills(const std::vector<std::string>& args, const std::string& logs, int max_kills, uint32_t seed,
-                     int min_delay_ms, int max_delay_ms, const std::string& checkpoint_dir) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> delay_ms(min_delay_ms, max_delay_ms);
+uint64_t NewestCompletedCheckpoint(const std::string& dir) {
+  namespace fs = std::filesystem;
+  uint64_t newest = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.rfind("chk-", 0) != 0 || name.size() == 4) continue;
+    if (name.find_first_not_of("0123456789", 4) != std::string::npos) continue;
+    if (!fs::exists(it->path() / "_metadata", ec)) continue;
+    newest = std::max<uint64_t>(newest, std::stoull(name.substr(4)));
+  }
+  return newest;
+}
+
+KillRun RunWithKills(const std::vector<std::string>& args, const std::string& logs, const KillPlan& plan) {
+  std::mt19937 rng(plan.seed);
   KillRun kr;
   auto list = [&] {
-    if (checkpoint_dir.empty()) return;
-    RunResult ck = RunCairn({"checkpoints", checkpoint_dir, "--json"});
+    if (!plan.list_checkpoints) return;
+    RunResult ck = RunCairn({"checkpoints", plan.checkpoint_dir, "--json"});
     std::istringstream in(ck.out);
     for (std::string line; std::getline(in, line);) kr.checkpoint_lines.push_back(line);
   };
-  while (kr.runs < max_kills + 10) {
+  auto with = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // A run that makes no progress at all for this long is hung (not slow): a generous bound
+  // that only turns a hang into a failure instead of a stuck suite.
+  constexpr int kHungMs = 300000;
+  while (kr.kills < plan.kills) {
     ++kr.runs;
-    CairnProcess p(ResumeArgs(args), logs + "/out.log", logs + "/err.log");
+    const uint64_t before = NewestCompletedCheckpoint(plan.checkpoint_dir);
+    const int new_checkpoints = std::uniform_int_distribution<int>(1, std::max(1, plan.max_new_checkpoints))(rng);
+    const int extra_ms = std::uniform_int_distribution<int>(0, std::max(0, plan.max_extra_ms))(rng);
+    CairnProcess p(ResumeArgs(with(plan.killed_run_args)), logs + "/out.log", logs + "/err.log");
     RunResult r;
-    bool kill_this = kr.kills < max_kills;
-    if (kill_this && !p.Wait(delay_ms(rng), &r)) {
-      p.Kill();
-      p.Wait(60000, &r);
-      ++kr.kills;
+    bool exited = false;
+    auto last_progress = std::chrono::steady_clock::now();
+    uint64_t seen = before;
+    while (!exited && seen < before + new_checkpoints) {
+      exited = p.Wait(2, &r);
+      uint64_t now = NewestCompletedCheckpoint(plan.checkpoint_dir);
+      if (now != seen) {
+        seen = now;
+        last_progress = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - last_progress > std::chrono::milliseconds(kHungMs)) {
+        ADD_FAILURE() << "no checkpoint completed for " << kHungMs / 1000 << " s in run " << kr.runs;
+        return kr;
+      }
+    }
+    if (!exited && extra_ms > 0) exited = p.Wait(extra_ms, &r);
+    if (exited) {
       list();
-      continue;
-    }
-    if (!kill_this && !p.Wait(300000, &r)) {
-      ADD_FAILURE() << "cairn run did not finish";
+      ADD_FAILURE() << "run " << kr.runs << " ended by itself (exit " << r.exit_code << ", signal " << r.signal
+                    << ") before its kill after " << new_checkpoints << " new checkpoints: the killed runs' pace "
+                    << "must keep the job from finishing\n" << ReadText(logs + "/err.log");
       return kr;
     }
+    p.Kill();
+    p.Wait(kHungMs, &r);
+    ++kr.kills;
     list();
-    if (r.signal == 0) {
-      EXPECT_EQ(r.exit_code, 0) << ReadText(logs + "/err.log");
-      kr.completed = r.exit_code == 0;
-      return kr;
-    }
   }
+  ++kr.runs;
+  CairnProcess p(ResumeArgs(with(plan.last_run_args)), logs + "/out.log", logs + "/err.log");
+  RunResult r;
+  if (!p.Wait(600000, &r)) {
+    ADD_FAILURE() << "cairn run did not finish";
+    return kr;
+  }
+  list();
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.exit_code, 0) << ReadText(logs + "/err.log");
+  kr.completed = r.signal == 0 && r.exit_code == 0;
   return kr;
 }
 

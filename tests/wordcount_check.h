@@ -30,10 +30,32 @@ struct KillRun {
 // does to start a job that may or may not have run before.
 std::vector<std::string> ResumeArgs(const std::vector<std::string>& args);
 
-// Runs `cairn args...` until it completes (each run through ResumeArgs), SIGKILLing it after a random delay in
-// [min_delay_ms, max_delay_ms] up to `max_kills` times. When `checkpoint_dir` is not empty,
-// lists its checkpoints after every run.
-KillRun RunWithKills(const std::vector<std::string>& args, const std::string& logs, int max_kills, uint32_t seed,
-                     int min_delay_ms, int max_delay_ms, const std::string& checkpoint_dir = "");
+// How RunWithKills kills. Kills follow observed progress, never a wall-clock guess: a run to be
+// killed is SIGKILLed once 1..max_new_checkpoints new completed checkpoints (chk-N/_metadata in
+// checkpoint_dir) appeared since it started, after a random extra 0..max_extra_ms that only
+// places the kill somewhere within the next checkpoint interval. The runs to be killed get
+// `killed_run_args` (a slow source or throttle pace, so that a run cannot reach the end of its
+// input before its kill however fast or slow the machine is), the last run gets
+// `last_run_args` (the pace lifted, so that it finishes soon).
+struct KillPlan {
+  int kills = 3;
+  uint32_t seed = 0;
+  std::string checkpoint_dir;
+  int max_new_checkpoints = 3;
+  int max_extra_ms = 0;
+  std::vector<std::string> killed_run_args;
+  std::vector<std::string> last_run_args;
+  bool list_checkpoints = false;  // fill KillRun::checkpoint_lines after every run
+};
+
+// Runs `cairn args...` `plan.kills` times, each killed as the plan says (each restores the
+// previous one's latest checkpoint when args hold `--restore latest`; a run before any
+// checkpoint completed starts without it, see ResumeArgs), then once more to the end. A killed
+// run that ends by itself before its kill is a failure: the plan's pace was not slow enough to
+// be sure of the kill.
+KillRun RunWithKills(const std::vector<std::string>& args, const std::string& logs, const KillPlan& plan);
+
+// The largest id of a completed checkpoint (chk-<id> with a _metadata file) in `dir`; 0 if none.
+uint64_t NewestCompletedCheckpoint(const std::string& dir);
 
 }  // namespace cairn::testing

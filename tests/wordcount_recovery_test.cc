@@ -17,13 +17,20 @@ TEST(WordCountRecovery, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   std::vector<std::string> args = {"run", SourceDir() + "/jobs/wordcount.yaml", "--quiet", "--restore", "latest",
                                    "--set", "operators.source.path=" + input,
-                                   "--set", "operators.source.rate=25000",
                                    "--set", "operators.sink.path=" + dir / "out",
                                    "--set", "checkpoint.dir=" + dir / "ck",
                                    "--set", "checkpoint.interval=50ms"};
-  uint32_t seed = std::random_device{}();
-  SCOPED_TRACE("kill delay seed " + std::to_string(seed));
-  KillRun kr = RunWithKills(args, dir.path(), 6, seed, 60, 500);
+  // Six SIGKILLs after 1-3 new checkpoints each; the killed runs read 250 lines/s per subtask
+  // (400 s for the input), so none can finish before its kill; the last run reads unpaced.
+  KillPlan plan;
+  plan.kills = 6;
+  plan.seed = std::random_device{}();
+  plan.checkpoint_dir = dir / "ck";
+  plan.max_extra_ms = 50;
+  plan.killed_run_args = {"--set", "operators.source.rate=250"};
+  plan.last_run_args = {"--set", "operators.source.rate=0"};
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
   EXPECT_EQ(kr.kills, 6);
   ExpectExactlyOnce(dir / "out", ExpectedCounts(input));
