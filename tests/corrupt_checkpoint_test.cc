@@ -48,7 +48,7 @@ class CrashedRun {
       // flight) long before the end however slow the machine; the runs after the crash lift it.
       args_.insert(args_.end(), {"--set", "checkpoint.mode=unaligned", "--set", "operators.throttle.rate=20000"});
     } else {
-      args_.insert(args_.end(), {"--set", "operators.source.rate=2000"});  // 40000 words/s: 15 s at most
+      args_.insert(args_.end(), {"--set", "operators.source.rate=500"});  // 10000 words/s: a minute at most
     }
     RunResult r = RunCairn(args_, {backpressure ? "CAIRN_CRASH_AT=checkpoint.committed:1"
                                                 : "CAIRN_CRASH_AT=checkpoint.committed:4"});

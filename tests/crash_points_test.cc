@@ -82,7 +82,7 @@ TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
   const std::string input = dir / "input.txt";
   // Under backpressure the source reads ahead into full channels (about 260000 records) and
   // checkpoints are unaligned only until it has read everything: give it more than that.
-  // Otherwise the source is paced (40000 words/s, 15 s for the input) so that the crash comes
+  // Otherwise the source is paced (10000 words/s, a minute for the input) so that the crash comes
   // long before the end even on a loaded machine with slow fsyncs; the restarts lift the pace.
   const std::string words = "600000";
   RunResult gen = RunCairn({"generate", "--out", input, "--words", words, "--vocabulary", "2000", "--seed", "17"});
@@ -99,7 +99,7 @@ TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
     // into the channels, time for many unaligned checkpoints even on a loaded machine.
     args.insert(args.end(), {"--set", "checkpoint.mode=unaligned", "--set", "operators.throttle.rate=20000"});
   } else {
-    args.insert(args.end(), {"--set", "operators.source.rate=2000"});
+    args.insert(args.end(), {"--set", "operators.source.rate=500"});
   }
   for (const std::string& s : sc->sets) args.insert(args.end(), {"--set", s});
   std::vector<std::string> restore_args = args;

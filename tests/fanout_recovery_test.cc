@@ -36,8 +36,9 @@ std::string Header(const std::string& job, const std::string& ck) {
 // Runs `job` (written to the scratch dir) under `mode`: SIGKILLed 4 times, each after 1-3 new
 // completed checkpoints (observed, not guessed), restored with `--restore latest`, then run to
 // its end. `paced` slows the killed runs (the sources read 1000 lines/s per subtask, the
-// throttles pass 8000 records/s per subtask: the throttled branch backpressures, and no run can
-// reach the end of its input before its kill however fast the machine); `unpaced` lifts it.
+// throttles pass 8000 records/s per subtask: the throttled branch backpressures, and the input
+// lasts 100 s at that pace, so no run can reach its end before its kill, however slow the
+// machine makes the checkpoints); `unpaced` lifts it.
 void RunUnderKills(const ScratchDir& dir, const std::string& yaml, const Mode& mode,
                    const std::vector<std::string>& paced, const std::vector<std::string>& unpaced) {
   std::string job = dir / "job.yaml";
@@ -72,7 +73,7 @@ std::map<std::string, int64_t> Generate(const std::string& path, int words, int 
 // the throttle backpressures tokenize, which blocks on one edge while the other has room.
 void FanOut(const Mode& mode) {
   ScratchDir dir;
-  std::map<std::string, int64_t> expected = Generate(dir / "input.txt", 400000, 21);
+  std::map<std::string, int64_t> expected = Generate(dir / "input.txt", 2000000, 21);
   std::string yaml = Header("fanout", dir / "ck") +
                      "  - {id: source, type: file_source, path: " + dir / "input.txt" + "}\n"
                      "  - {id: tokenize, type: tokenize, inputs: [source]}\n"
@@ -91,8 +92,8 @@ void FanOut(const Mode& mode) {
 // producers' channels (a union), under backpressure.
 void FanIn(const Mode& mode) {
   ScratchDir dir;
-  std::map<std::string, int64_t> expected = Generate(dir / "a.txt", 200000, 22);
-  for (const auto& [word, n] : Generate(dir / "b.txt", 200000, 23)) expected[word] += n;
+  std::map<std::string, int64_t> expected = Generate(dir / "a.txt", 1000000, 22);
+  for (const auto& [word, n] : Generate(dir / "b.txt", 1000000, 23)) expected[word] += n;
   std::string yaml = Header("fanin", dir / "ck") +
                      "  - {id: source_a, type: file_source, path: " + dir / "a.txt" + "}\n"
                      "  - {id: source_b, type: file_source, path: " + dir / "b.txt" + "}\n"
@@ -110,7 +111,7 @@ void FanIn(const Mode& mode) {
 // two branches), every word counted twice; the slow branch is throttled.
 void Diamond(const Mode& mode) {
   ScratchDir dir;
-  std::map<std::string, int64_t> expected = Generate(dir / "input.txt", 300000, 24);
+  std::map<std::string, int64_t> expected = Generate(dir / "input.txt", 2000000, 24);
   for (auto& [word, n] : expected) n *= 2;
   std::string yaml = Header("diamond", dir / "ck") +
                      "  - {id: source, type: file_source, path: " + dir / "input.txt" + "}\n"

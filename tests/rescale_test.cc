@@ -798,7 +798,7 @@ void WordCountRescales(const std::string& mode, bool backpressure = false) {
                                    "--set", "checkpoint.mode=" + mode,
                                    "--set", "checkpoint.interval=50ms",
                                    "--set", "operators.source.path=" + input,
-                                   "--set", "operators.source.rate=2000",
+                                   "--set", "operators.source.rate=300",  // 3600 words/s: 16 s for the input
                                    "--set", "operators.sink.path=" + dir / "out"};
   if (backpressure) args = With(args, {"--set", "operators.throttle.rate=15000"});
   // The first run starts fresh (a restore without a checkpoint is exit 2); the others resume.

@@ -123,7 +123,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<TolerableCase>& info) { return std::string(info.param.name); });
 
 TEST(StorageFaultTest, FailuresBeyondTolerableFailTheJobNamingTheReasonAndARestoreIsExactlyOnce) {
-  StorageFaultRun run(false, "600000", 2000);  // 15 s at this pace: the failures come long before
+  StorageFaultRun run(false, "600000", 500);  // a minute at this pace: the failures come long before
   run.Set("checkpoint.tolerable_failures=2");
   RunResult r = run.Run({"CAIRN_STORAGE_FAULT=eio:_metadata:3:all"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
