@@ -76,10 +76,12 @@ void SnapshotPersister::Submit(std::unique_ptr<PersistJob> job) {
 
 void SnapshotPersister::Abort(CheckpointId id) {
   constexpr size_t kMaxAborted = 1024;  // older ids have long been persisted or skipped
-  LogDurabilityEvent("abort", std::to_string(id));
   std::lock_guard<std::mutex> l(aborted_mu_);
   aborted_.insert(id);
   while (aborted_.size() > kMaxAborted) aborted_.erase(aborted_.begin());
+  // Logged once it is in effect: a write logged after this line checked Aborted() before it,
+  // which only a write already past its check can have done (one per persister thread).
+  LogDurabilityEvent("abort", std::to_string(id));
 }
 
 bool SnapshotPersister::Aborted(CheckpointId id) const {

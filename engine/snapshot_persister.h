@@ -32,7 +32,9 @@ class SnapshotPersister {
   // Checkpoint `id` failed (declined, expired, metadata not written) or was subsumed: jobs of it
   // that have not started are skipped, and a running one stops before its next write. A
   // skipped job still carries its keyed-state delta over to the next checkpoint and answers
-  // (Aborted), which the coordinator ignores. Any thread.
+  // (Aborted), which the coordinator ignores. Any thread. Abort does not wait: a write that
+  // passed its check just before may still begin (at most one per thread); what it leaves is
+  // removed when its job's late answer reaches the coordinator.
   void Abort(CheckpointId id);
 
  private:

@@ -164,13 +164,16 @@ TEST(DurabilityTest, ThePersisterSkipsTheWritesOfAnExpiredCheckpoint) {
   for (uint64_t id : expired) {
     const std::string dir = run.ck() + "/chk-" + std::to_string(id) + "/";
     bool aborted = false;
+    std::vector<std::string> after;
     for (const LogLine& l : log) {
       if (l.event == "abort" && l.path == std::to_string(id)) aborted = true;
-      if (aborted && l.event == "write") {
-        EXPECT_NE(l.path.rfind(dir, 0), 0u) << "written after the abort: " << l.path;
-      }
+      if (aborted && l.event == "write" && l.path.rfind(dir, 0) == 0) after.push_back(l.path);
     }
     EXPECT_TRUE(aborted) << "the persister was not told that checkpoint " << id << " expired";
+    // The abort does not wait for the persister: each of its 2 threads may have passed its
+    // check just before and begin one write. Every other write of the checkpoint's 6 subtasks
+    // is skipped (SnapshotPersisterTest shows which, without a clock).
+    EXPECT_LE(after.size(), 2u) << "written after the abort: " << ::testing::PrintToString(after);
     EXPECT_FALSE(fs::exists(dir));
   }
   ExpectExactlyOnce(run.out(), ExpectedCounts(run.input()));
