@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "jobs/state_dump.h"
+#include "jobs/cli/state_dump.h"
 
 namespace cairn {
 

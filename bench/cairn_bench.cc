@@ -29,7 +29,7 @@
 #include "bench/corpus.h"
 #include "bench/process_runner.h"
 #include "bench/throughput_plot.h"
-#include "engine/file_util.h"
+#include "engine/base/file_util.h"
 
 #ifndef CAIRN_SOURCE_DIR
 #define CAIRN_SOURCE_DIR "."

@@ -4,7 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "engine/file_util.h"
+#include "engine/base/file_util.h"
 
 namespace cairn {
 

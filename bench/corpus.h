@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/status.h"
+#include "engine/base/status.h"
 #include "operators/generator_source.h"
 
 namespace cairn {

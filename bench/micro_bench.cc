@@ -16,14 +16,14 @@
 #include <thread>
 #include <vector>
 
-#include "engine/channel.h"
-#include "engine/file_util.h"
-#include "engine/job_spec.h"
-#include "engine/key_groups.h"
-#include "engine/output_gate.h"
-#include "engine/parker.h"
+#include "engine/dataflow/channel.h"
+#include "engine/base/file_util.h"
+#include "jobs/job_spec.h"
+#include "engine/base/key_groups.h"
+#include "engine/dataflow/output_gate.h"
+#include "engine/base/parker.h"
 #include "operators/generator_source.h"
-#include "operators/registry.h"
+#include "jobs/registry.h"
 #include "state/keyed_state.h"
 #include "state/rocksdb_state_store.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/status.h"
+#include "engine/base/status.h"
 
 namespace cairn {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "operators/registry.h"
+#include "jobs/registry.h"
 
 namespace cairn {
 

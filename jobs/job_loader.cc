@@ -26,7 +26,7 @@
 #include <utility>
 
 #include "jobs/job_graph.h"
-#include "operators/registry.h"
+#include "jobs/registry.h"
 
 namespace cairn {
 

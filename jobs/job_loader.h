@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/job_spec.h"
-#include "engine/status.h"
+#include "jobs/job_spec.h"
+#include "engine/base/status.h"
 
 namespace cairn {
 

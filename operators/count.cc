@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/key_groups.h"
+#include "engine/base/key_groups.h"
 
-#include "operators/operator_factories.h"
+#include "jobs/registry.h"
 #include "state/keyed_state.h"
 
 namespace cairn {
@@ -57,7 +57,20 @@ class DiscardSink final : public Operator {
 
 }  // namespace
 
-std::unique_ptr<Operator> NewCount(const OperatorConfig&) { return std::make_unique<Count>(); }
-std::unique_ptr<Operator> NewDiscardSink(const OperatorConfig&) { return std::make_unique<DiscardSink>(); }
+OperatorType CountType() {
+  OperatorType t{"count", OperatorRole::kTransform, true, Schema{"word", "count", ""}, {},
+                           "Keyed by word: for every input word emits (word, running count). The counts "
+                           "are keyed state, checkpointed to RocksDB by key group.",
+                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<Count>(); }};
+  return t;
+}
+CAIRN_REGISTER_OPERATOR(CountType);
+OperatorType DiscardSinkType() {
+  OperatorType t{"discard_sink", OperatorRole::kSink, false, Schema{}, {},
+                           "Counts and drops its input (for benchmarks).",
+                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<DiscardSink>(); }};
+  return t;
+}
+CAIRN_REGISTER_OPERATOR(DiscardSinkType);
 
 }  // namespace cairn

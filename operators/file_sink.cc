@@ -32,11 +32,11 @@
 #include <cstring>
 #include <random>
 
-#include "engine/coding.h"
-#include "engine/crash_points.h"
-#include "engine/file_util.h"
-#include "engine/storage_faults.h"
-#include "operators/operator_factories.h"
+#include "engine/base/coding.h"
+#include "engine/base/crash_points.h"
+#include "engine/base/file_util.h"
+#include "engine/base/storage_faults.h"
+#include "jobs/registry.h"
 
 namespace cairn {
 namespace {
@@ -346,9 +346,7 @@ class FileSink final : public Operator {
 
 }  // namespace
 
-std::unique_ptr<Operator> NewFileSink(const OperatorConfig& c) { return std::make_unique<FileSink>(c); }
-
-OperatorStateRule FileSinkStateRule() {
+static OperatorStateRule FileSinkStateRule() {
   OperatorStateRule r;
   // Split: every old writer is finished (its pending files committed, its later in-progress
   // files removed) by exactly one new subtask, so no file is committed twice or by two tasks.
@@ -373,7 +371,7 @@ OperatorStateRule FileSinkStateRule() {
   return r;
 }
 
-Status FileSinkPreflight(const OperatorConfig& c) {
+static Status FileSinkPreflight(const OperatorConfig& c) {
   const std::string& dir = c.GetString("path");
   const std::string what = "operator '" + c.id + "': path " + dir;
   if (dir.empty()) return Status::InvalidArgument(what + ": empty");
@@ -399,7 +397,7 @@ Status FileSinkPreflight(const OperatorConfig& c) {
   return Status::OK();
 }
 
-Status FileSinkCommittedOutput(const OperatorConfig& c, std::vector<std::string>* files) {
+static Status FileSinkCommittedOutput(const OperatorConfig& c, std::vector<std::string>* files) {
   files->clear();
   const std::string& dir = c.GetString("path");
   std::vector<std::string> names;
@@ -411,7 +409,7 @@ Status FileSinkCommittedOutput(const OperatorConfig& c, std::vector<std::string>
   return Status::OK();
 }
 
-Status FileSinkSetAsideOutput(const OperatorConfig& c, size_t* moved) {
+static Status FileSinkSetAsideOutput(const OperatorConfig& c, size_t* moved) {
   *moved = 0;
   const std::string& dir = c.GetString("path");
   const std::string aside = dir + "/" + kSupersededDir;
@@ -434,5 +432,19 @@ Status FileSinkSetAsideOutput(const OperatorConfig& c, size_t* moved) {
   if (*moved > 0) CAIRN_RETURN_IF_ERROR(FsyncDir(aside));
   return FsyncDir(dir);
 }
+
+OperatorType FileSinkType() {
+  OperatorType t{"file_sink", OperatorRole::kSink, false, Schema{},
+      {{"path", ParamType::kString, "", true, 0, "output directory"}},
+      "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
+      "`.`) that become visible only when the checkpoint covering them completes.",
+                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<FileSink>(c); }};
+  t.state = FileSinkStateRule();
+  t.preflight = FileSinkPreflight;
+  t.committed_output = FileSinkCommittedOutput;
+  t.set_aside_output = FileSinkSetAsideOutput;
+  return t;
+}
+CAIRN_REGISTER_OPERATOR(FileSinkType);
 
 }  // namespace cairn

@@ -14,8 +14,8 @@
 #include <deque>
 #include <vector>
 
-#include "engine/coding.h"
-#include "operators/operator_factories.h"
+#include "engine/base/coding.h"
+#include "jobs/registry.h"
 #include "operators/rate_limiter.h"
 
 namespace cairn {
@@ -273,9 +273,7 @@ class FileSource final : public SourceOperator {
 
 }  // namespace
 
-std::unique_ptr<Operator> NewFileSource(const OperatorConfig& c) { return std::make_unique<FileSource>(c); }
-
-OperatorStateRule FileSourceStateRule() {
+static OperatorStateRule FileSourceStateRule() {
   OperatorStateRule r;
   r.mode = StateRedistribution::kSplit;
   r.to_items = [](std::string_view bytes, uint32_t subtask, uint32_t parallelism, std::vector<std::string>* items) {
@@ -314,5 +312,19 @@ OperatorStateRule FileSourceStateRule() {
   };
   return r;
 }
+
+OperatorType FileSourceType() {
+  OperatorType t{"file_source", OperatorRole::kSource, false, Schema{"line", "", ""},
+      {
+          {"path", ParamType::kString, "", true, 0, "text file to read, line by line"},
+          {"rate", ParamType::kInt, "0", false, 0, "records (lines) per second per subtask; 0 = unlimited"},
+      },
+      "Reads a text file line by line. With parallelism p, subtask i reads the lines that start in the "
+      "i-th of p equal byte ranges. Its read position is part of the checkpoint.",
+                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<FileSource>(c); }};
+  t.state = FileSourceStateRule();
+  return t;
+}
+CAIRN_REGISTER_OPERATOR(FileSourceType);
 
 }  // namespace cairn

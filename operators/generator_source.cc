@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "operators/operator_factories.h"
+#include "jobs/registry.h"
 #include "operators/rate_limiter.h"
 #include "operators/strided_position.h"
 
@@ -94,8 +94,23 @@ class GeneratorSource final : public SourceOperator {
 
 }  // namespace
 
-std::unique_ptr<Operator> NewGeneratorSource(const OperatorConfig& c) { return std::make_unique<GeneratorSource>(c); }
 
-OperatorStateRule StridedSourceStateRule() { return StridedPosition::Rule(); }
+OperatorType GeneratorType() {
+  OperatorType t{"generator", OperatorRole::kSource, false, Schema{"line", "", ""},
+      {
+          {"words", ParamType::kInt, "10000000", false, 0, "total words to generate (over all subtasks)"},
+          {"words_per_line", ParamType::kInt, "10", false, 1, "words in each line"},
+          {"vocabulary", ParamType::kInt, "100000", false, 1, "number of distinct words"},
+          {"zipf", ParamType::kDouble, "1.0", false, 0, "Zipf exponent s of the word distribution"},
+          {"seed", ParamType::kInt, "42", false, 0, "random seed; equal seeds give equal text"},
+          {"rate", ParamType::kInt, "0", false, 0, "lines per second per subtask; 0 = unlimited"},
+      },
+      "Generates deterministic, seeded lines of Zipf-distributed words. Line n depends only on the "
+      "seed and n, so any parallelism and any restore produce the same text.",
+                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<GeneratorSource>(c); }};
+  t.state = StridedPosition::Rule();
+  return t;
+}
+CAIRN_REGISTER_OPERATOR(GeneratorType);
 
 }  // namespace cairn

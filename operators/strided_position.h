@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/coding.h"
-#include "engine/operator.h"
-#include "engine/state_redistribution.h"
+#include "engine/base/coding.h"
+#include "engine/dataflow/operator.h"
+#include "state/operator_state_redistribution.h"
 
 namespace cairn {
 

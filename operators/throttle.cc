@@ -1,7 +1,7 @@
 // throttle: passes records through unchanged, admitting at most `rate` records per second per
 // subtask. It heads its own chain, so the task processes input only as fast as it admits, the
 // input channels fill up, and backpressure reaches the sources.
-#include "operators/operator_factories.h"
+#include "jobs/registry.h"
 #include "operators/rate_limiter.h"
 
 namespace cairn {
@@ -23,6 +23,16 @@ class Throttle final : public Operator {
 
 }  // namespace
 
-std::unique_ptr<Operator> NewThrottle(const OperatorConfig& c) { return std::make_unique<Throttle>(c); }
+OperatorType ThrottleType() {
+  OperatorType t{"throttle", OperatorRole::kTransform, false, Schema{"", "", ""},
+                          {{"rate", ParamType::kInt, "", true, 1, "records per second per subtask"}},
+                          "Passes records through at most `rate` records per second per subtask, so that a "
+                          "job can be put under backpressure on purpose. It always starts its own chain, "
+                          "and its schema is its input's.",
+                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<Throttle>(c); }};
+  t.chain_head = true;
+  return t;
+}
+CAIRN_REGISTER_OPERATOR(ThrottleType);
 
 }  // namespace cairn

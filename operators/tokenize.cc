@@ -2,7 +2,7 @@
 // part of a word and passes through untouched.
 #include <array>
 
-#include "operators/operator_factories.h"
+#include "jobs/registry.h"
 
 namespace cairn {
 namespace {
@@ -33,6 +33,13 @@ class Tokenize final : public Operator {
 
 }  // namespace
 
-std::unique_ptr<Operator> NewTokenize(const OperatorConfig&) { return std::make_unique<Tokenize>(); }
+OperatorType TokenizeType() {
+  OperatorType t{"tokenize", OperatorRole::kTransform, false, Schema{"word", "", ""}, {},
+                           "Splits each line into words: maximal runs of bytes that are not ASCII "
+                           "whitespace (space, \\t, \\n, \\r, \\v, \\f). Bytes pass through untouched.",
+                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<Tokenize>(); }};
+  return t;
+}
+CAIRN_REGISTER_OPERATOR(TokenizeType);
 
 }  // namespace cairn

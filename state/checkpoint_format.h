@@ -34,8 +34,5 @@ inline constexpr const char* kSupersededFileName = "_superseded";
 inline constexpr const char* kKeyedStateDirName = "keyed";
 inline constexpr const char* kOperatorStateFileName = "operator.state";
 inline constexpr const char* kChannelStateFileName = "channel.state";
-// Footer of a checksummed blob: 8-byte magic, 8-byte length, 4-byte CRC-32C, little-endian.
-inline constexpr uint64_t kBlobMagic = 0x31424c426e726961ull;  // "airnBLB1"
-inline constexpr size_t kBlobFooterSize = 20;
 
 }  // namespace cairn

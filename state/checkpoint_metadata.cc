@@ -9,8 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/file_util.h"
+#include "engine/base/file_util.h"
 #include "state/checkpoint_format.h"
+#include "state/checkpoint_layout.h"
 
 namespace cairn {
 
@@ -426,7 +427,7 @@ Status WriteMetadata(const std::string& chk_dir, const CheckpointMetadata& m) {
   AtomicWriteCrashPoints crash_points;
   crash_points.tmp_written = "metadata.tmp_written";
   crash_points.renamed = "metadata.renamed";
-  CAIRN_RETURN_IF_ERROR(WriteFileAtomically(chk_dir + "/" + kMetadataFileName, EncodeMetadata(m), crash_points));
+  CAIRN_RETURN_IF_ERROR(WriteFileAtomically(MetadataPath(chk_dir), EncodeMetadata(m), crash_points));
   // Make the chk-<id> entry itself durable in the checkpoint directory.
   std::string dir = chk_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
@@ -436,7 +437,7 @@ Status WriteMetadata(const std::string& chk_dir, const CheckpointMetadata& m) {
 }
 
 Status ReadMetadata(const std::string& chk_dir, CheckpointMetadata* m) {
-  const std::string path = chk_dir + "/" + kMetadataFileName;
+  const std::string path = MetadataPath(chk_dir);
   std::string bytes;
   Status s = ReadFile(path, &bytes);
   if (s.IsNotFound()) return Status::NotFound(path + ": no such file");

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/key_groups.h"
-#include "engine/status.h"
-#include "engine/stream_element.h"
+#include "engine/base/key_groups.h"
+#include "engine/base/status.h"
+#include "engine/base/ids.h"
 
 namespace cairn {
 

@@ -3,30 +3,15 @@
 #include <algorithm>
 #include <string_view>
 
-#include "engine/crash_points.h"
-#include "engine/file_util.h"
+#include "engine/base/crash_points.h"
+#include "engine/base/file_util.h"
 #include "state/checkpoint_format.h"
+#include "state/checkpoint_layout.h"
 
 namespace cairn {
 
 namespace {
 
-// Parses "chk-<id>" with <id> in canonical decimal (no sign, no leading zeros).
-bool ParseCheckpointDirName(std::string_view name, CheckpointId* id) {
-  const std::string_view prefix = kCheckpointDirPrefix;
-  if (name.substr(0, prefix.size()) != prefix) return false;
-  std::string_view digits = name.substr(prefix.size());
-  if (digits.empty() || digits.size() > 20 || (digits.size() > 1 && digits[0] == '0')) return false;
-  CheckpointId v = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-    CheckpointId d = static_cast<CheckpointId>(c - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  *id = v;
-  return true;
-}
 
 std::string StripTrailingSlashes(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
@@ -52,7 +37,7 @@ Status ReadCheckpoint(const std::string& chk_dir, CompletedCheckpoint* out) {
   CAIRN_RETURN_IF_ERROR(ReadMetadata(chk_dir, &m));
   CheckpointId dir_id;
   if (ParseCheckpointDirName(BaseName(chk_dir), &dir_id) && dir_id != m.id) {
-    return Status::Corruption(chk_dir + "/" + kMetadataFileName + ": damaged (it describes checkpoint " +
+    return Status::Corruption(MetadataPath(chk_dir) + ": damaged (it describes checkpoint " +
                               std::to_string(m.id) + ", but its directory is " + BaseName(chk_dir) + ")");
   }
   out->path = chk_dir;
@@ -64,7 +49,7 @@ Status ReadCheckpoint(const std::string& chk_dir, CompletedCheckpoint* out) {
 // cannot be read for another reason (permissions, I/O) is an error, never a reason to delete.
 Status MetadataMissing(const std::string& chk_dir, bool* missing) {
   std::string bytes;
-  Status s = ReadFile(chk_dir + "/" + kMetadataFileName, &bytes);
+  Status s = ReadFile(MetadataPath(chk_dir), &bytes);
   *missing = s.IsNotFound();
   return *missing ? Status::OK() : s;
 }
@@ -73,7 +58,7 @@ Status MetadataMissing(const std::string& chk_dir, bool* missing) {
 // RemoveIncomplete cleans up), never a complete-looking one with missing state: the commit
 // point _metadata goes first.
 Status RemoveCheckpoint(const std::string& chk_dir) {
-  CAIRN_RETURN_IF_ERROR(RemoveAll(chk_dir + "/" + kMetadataFileName));
+  CAIRN_RETURN_IF_ERROR(RemoveAll(MetadataPath(chk_dir)));
   CAIRN_RETURN_IF_ERROR(FsyncDir(chk_dir));
   CAIRN_CRASH_POINT("retention.cleanup");
   return RemoveAll(chk_dir);
@@ -82,12 +67,12 @@ Status RemoveCheckpoint(const std::string& chk_dir) {
 }  // namespace
 
 std::string CheckpointStore::CheckpointPath(CheckpointId id) const {
-  return dir_ + "/" + kCheckpointDirPrefix + std::to_string(id);
+  return cairn::CheckpointPath(dir_, id);
 }
 
 Status CheckpointStore::ReadSuperseded(std::vector<SupersededRange>* out) const {
   out->clear();
-  const std::string path = dir_ + "/" + kSupersededFileName;
+  const std::string path = SupersededPath(dir_);
   std::string text;
   Status s = ReadFile(path, &text);
   if (s.IsNotFound()) return Status::OK();
@@ -128,7 +113,7 @@ Status CheckpointStore::IsSuperseded(CheckpointId id, bool* superseded, std::str
 
 Status CheckpointStore::Supersede(CheckpointId first, CheckpointId last, const std::string& reason) const {
   if (first > last) return Status::OK();
-  const std::string path = dir_ + "/" + kSupersededFileName;
+  const std::string path = SupersededPath(dir_);
   std::vector<SupersededRange> ranges;
   CAIRN_RETURN_IF_ERROR(ReadSuperseded(&ranges));
   std::string text;

@@ -6,7 +6,7 @@
 // snapshot and costs O(changed keys); the returned StateDelta is immutable and may be handed
 // to another thread. Keys must belong to this subtask's key groups (the hash partitioner
 // guarantees it); a key outside them is never stored: Get/Put/Add/LoadEntry ignore it and
-// record foreign_key_error(), which fails the task (engine/task.cc). The operator API (Get/Put/Add) does not expose where entries live, so a
+// record foreign_key_error(), which fails the task (engine/runtime/task.cc). The operator API (Get/Put/Add) does not expose where entries live, so a
 // RocksDB-backed variant for state larger than memory can replace the table later.
 #pragma once
 
@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/key_groups.h"
-#include "engine/status.h"
+#include "engine/base/key_groups.h"
+#include "engine/base/status.h"
 
 namespace cairn {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/key_groups.h"
-#include "engine/status.h"
+#include "engine/base/key_groups.h"
+#include "engine/base/status.h"
 #include "state/keyed_state.h"
 
 namespace rocksdb {

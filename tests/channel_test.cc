@@ -1,6 +1,6 @@
 // Specification of Channel (the bounded SPSC edge between two subtasks) and of Parker (where a
 // thread sleeps until it is woken).
-#include "engine/channel.h"
+#include "engine/dataflow/channel.h"
 
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/parker.h"
+#include "engine/base/parker.h"
 
 namespace cairn {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 #include <string>
 
-#include "engine/file_util.h"
+#include "engine/base/file_util.h"
 #include "state/checkpoint_format.h"
 #include "tests/test_util.h"
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "engine/checkpoint_coordinator.h"
+#include "engine/checkpoint/checkpoint_coordinator.h"
 
 namespace cairn {
 namespace {

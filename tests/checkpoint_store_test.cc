@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/file_util.h"
+#include "engine/base/file_util.h"
 #include "state/checkpoint_format.h"
 #include "tests/test_util.h"
 

@@ -1,4 +1,4 @@
-// Every crash point (engine/crash_points.h), once: the word count is run with
+// Every crash point (engine/base/crash_points.h), once: the word count is run with
 // CAIRN_CRASH_AT=<point>:<n>, must die by SIGKILL there (a point that is never reached fails the
 // test), and is then restarted with `--restore latest` until it completes. The committed output
 // must hold every word's counts 1..n exactly once, the restart must resume from the newest
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/crash_points.h"
+#include "engine/base/crash_points.h"
 #include "tests/test_util.h"
 #include "tests/wordcount_check.h"
 

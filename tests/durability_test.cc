@@ -1,5 +1,5 @@
 // Durability and cleanup, observed through the durability log (CAIRN_DURABILITY_LOG, see
-// engine/storage_faults.h) of real runs:
+// engine/base/storage_faults.h) of real runs:
 // - every sink file is fsynced before the checkpoint that commits it completes, also when an
 //   earlier checkpoint failed before its async part ran, and after an fsync error;
 // - every directory of a completed checkpoint was fsynced (subtask directories without

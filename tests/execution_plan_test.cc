@@ -1,6 +1,6 @@
 // Specification of ExecutionPlan::Build: which operators are chained into one task, and which
 // edges connect the chains.
-#include "engine/execution_plan.h"
+#include "engine/runtime/execution_plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "engine/file_util.h"
+#include "engine/base/file_util.h"
 
 #include <gtest/gtest.h>
 

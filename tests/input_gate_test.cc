@@ -1,7 +1,7 @@
 // Specification of InputGate: how channel elements become task events, and the aligned barrier
 // protocol (a channel that delivered barrier n is not read until barrier n arrived on every
 // open channel).
-#include "engine/input_gate.h"
+#include "engine/dataflow/input_gate.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/channel.h"
-#include "engine/parker.h"
+#include "engine/dataflow/channel.h"
+#include "engine/base/parker.h"
 
 namespace cairn {
 namespace {

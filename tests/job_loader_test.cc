@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "jobs/job_graph.h"
-#include "operators/registry.h"
+#include "jobs/registry.h"
 #include "tests/test_util.h"
 
 namespace cairn {
@@ -85,8 +85,8 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"MissingId", Edit("  - id: tok\n    type: tokenize", "  - type: tokenize"), {},
        {"t.yaml:5:5: operator of type tokenize is missing required key 'id'"}},
       {"MissingType", Edit("    type: tokenize\n", ""), {},
-       {"t.yaml:5:5: operator 'tok' is missing required key 'type' (known types: file_source, generator, "
-        "tokenize, count, throttle, file_sink, bank_requests, bank_accounts, discard_sink)"}},
+       {"t.yaml:5:5: operator 'tok' is missing required key 'type' (known types: bank_accounts, bank_requests, "
+        "count, discard_sink, file_sink, file_source, generator, throttle, tokenize)"}},
       {"MissingRequiredParam", Edit("type: discard_sink", "type: file_sink"), {},
        {"t.yaml:12:5: operator 'out' (type file_sink) is missing required parameter 'path' (string: output directory)"}},
       {"EmptyRequiredParam", Edit("type: discard_sink", "type: file_sink\n    path: ''"), {},
@@ -124,8 +124,8 @@ const std::vector<ErrorCase>& ErrorCases() {
 
       // Operators: type and id.
       {"UnknownType", Edit("type: tokenize", "type: tokenise"), {},
-       {"t.yaml:6:11: operator 'tok' has unknown type 'tokenise' (known types: file_source, generator, tokenize, "
-        "count, throttle, file_sink, bank_requests, bank_accounts, discard_sink)"}},
+       {"t.yaml:6:11: operator 'tok' has unknown type 'tokenise' (known types: bank_accounts, bank_requests, "
+        "count, discard_sink, file_sink, file_source, generator, throttle, tokenize)"}},
       {"BadId", Edit("id: tok", "id: to.k"), {}, {"t.yaml:5:9: an operator id must be made of letters, digits"}},
       {"DuplicateId", Edit("id: out", "id: src"), {},
        {"t.yaml:12:9: duplicate operator id 'src' (first defined at t.yaml:3:9)"}},
@@ -147,7 +147,7 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:7:14: operator 'tok' has input 'out', which is a sink (type discard_sink) and emits nothing"}},
       {"NoSource",
        "job: wc\noperators:\n  - {id: a, type: tokenize, inputs: b}\n  - {id: b, type: tokenize, inputs: a}\n", {},
-       {"t.yaml:3:3: the job has no source operator (source types: file_source, generator, bank_requests)"}},
+       {"t.yaml:3:3: the job has no source operator (source types: bank_requests, file_source, generator)"}},
       {"UnreachableCycle",
        "job: wc\noperators:\n  - {id: s, type: generator}\n  - {id: a, type: tokenize, inputs: [s]}\n"
        "  - {id: b, type: tokenize, inputs: c}\n  - {id: c, type: tokenize, inputs: b}\n",
@@ -603,7 +603,7 @@ std::string RenderOperatorReference() {
 }
 
 TEST(JobLoaderDocs, OperatorReferenceMatchesRegistry) {
-  const std::string begin = "<!-- BEGIN operator types: generated from operators/registry.cc -->\n";
+  const std::string begin = "<!-- BEGIN operator types: generated from the operator registry, by name -->\n";
   const std::string end = "<!-- END operator types -->";
   const std::string doc = testing::ReadText(testing::SourceDir() + "/docs/configuration.md");
   size_t b = doc.find(begin);

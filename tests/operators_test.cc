@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/storage_faults.h"
-#include "engine/operator.h"
-#include "operators/registry.h"
+#include "engine/base/storage_faults.h"
+#include "engine/dataflow/operator.h"
+#include "jobs/registry.h"
 #include "state/keyed_state.h"
 #include "tests/test_util.h"
 

@@ -1,7 +1,7 @@
 // Specification of OutputGate: hash edges route every record to the subtask owning its key
 // group, forward edges keep order, and barriers and end markers follow every record sent
 // before them on every channel.
-#include "engine/output_gate.h"
+#include "engine/dataflow/output_gate.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/channel.h"
-#include "engine/key_groups.h"
-#include "engine/parker.h"
+#include "engine/dataflow/channel.h"
+#include "engine/base/key_groups.h"
+#include "engine/base/parker.h"
 
 namespace cairn {
 namespace {

@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/channel.h"
-#include "engine/input_gate.h"
-#include "engine/key_groups.h"
-#include "engine/parker.h"
-#include "engine/state_redistribution.h"
-#include "engine/task.h"
-#include "operators/registry.h"
+#include "engine/dataflow/channel.h"
+#include "engine/dataflow/input_gate.h"
+#include "engine/base/key_groups.h"
+#include "engine/base/parker.h"
+#include "engine/runtime/state_redistribution.h"
+#include "engine/runtime/task.h"
+#include "jobs/registry.h"
 #include "state/keyed_state.h"
 #include "tests/test_util.h"
 #include "tests/tree_snapshot.h"
@@ -519,7 +519,7 @@ TEST(KeyGroupCheckTest, CountOperatorGivenARecordOfAnotherSubtaskLeavesItsStateA
   in.Add(KeysOwnedBy(0, 3, 1)[0]);
   op->Process(0, in, &out);
   EXPECT_EQ(state.size(), 1u);
-  EXPECT_FALSE(state.foreign_key_error().ok());  // the task fails on this (engine/task.cc)
+  EXPECT_FALSE(state.foreign_key_error().ok());  // the task fails on this (engine/runtime/task.cc)
 }
 
 TEST(KeyGroupCheckTest, BankAccountsCreditForAnAccountItDoesNotOwnIsRefused) {

@@ -1,7 +1,7 @@
 // Specification of SnapshotPersister's abort contract: the jobs of an aborted checkpoint that
 // have not started are skipped, and a running one stops before its next write; both still
 // answer (Aborted). Each test orders the abort against the persister with a latch, not a clock.
-#include "engine/snapshot_persister.h"
+#include "engine/checkpoint/snapshot_persister.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Storage faults (engine/storage_faults.h, CAIRN_STORAGE_FAULT): checkpoint writes that fail
+// Storage faults (engine/base/storage_faults.h, CAIRN_STORAGE_FAULT): checkpoint writes that fail
 // with ENOSPC or EIO, or stall past checkpoint.timeout. A failed checkpoint is declined (or
 // expires) and its directory is removed; the job goes on while consecutive failures stay within
 // checkpoint.tolerable_failures and fails with the reason named after that; the output is

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/file_util.h"
+#include "engine/base/file_util.h"
 #include "jobs/job_loader.h"
 #include "state/checkpoint_metadata.h"
 

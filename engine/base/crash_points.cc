@@ -1,0 +1,68 @@
+#include "engine/base/crash_points.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+namespace cairn {
+
+const CrashPointInfo kCrashPoints[] = {
+    {"source.barrier_injected", "a source forwarded a checkpoint barrier"},
+    {"task.sync_snapshot", "a task took the synchronous part of its snapshot"},
+    {"persist.keyed", "asynchronous persist: before keyed state is written to RocksDB"},
+    {"persist.operator_state", "asynchronous persist: keyed state written, operator state not yet"},
+    {"persist.channel_state", "asynchronous persist: before the channel state of an unaligned checkpoint is written"},
+    {"metadata.before_commit", "all tasks acknowledged; _metadata not yet written"},
+    {"metadata.tmp_written", "_metadata.tmp written and fsynced; not yet renamed to _metadata"},
+    {"metadata.renamed", "_metadata.tmp renamed to _metadata; the directory not yet fsynced"},
+    {"checkpoint.committed", "_metadata committed; operators not yet notified"},
+    {"sink.commit", "the file sink renamed its first pending file of a completed checkpoint, not yet the rest"},
+    {"retention.cleanup", "retention removed an old checkpoint's _metadata, not yet its state files"},
+    {"restore.midway", "restore rebuilt the first keyed subtask's working state, not yet the others"},
+};
+const int kNumCrashPoints = sizeof(kCrashPoints) / sizeof(kCrashPoints[0]);
+
+namespace internal {
+bool crash_points_armed = false;
+static std::string armed_name;
+static long armed_count = 1;
+static std::atomic<long> hits{0};
+
+void ReachCrashPoint(std::string_view name) {
+  if (name != armed_name) return;
+  if (hits.fetch_add(1) + 1 == armed_count) kill(getpid(), SIGKILL);
+}
+}  // namespace internal
+
+bool InitCrashPoints(std::string* error) {
+  const char* v = std::getenv("CAIRN_CRASH_AT");
+  if (v == nullptr || *v == '\0') return true;
+  std::string s(v);
+  std::string name = s;
+  long count = 1;
+  size_t colon = s.find(':');
+  if (colon != std::string::npos) {
+    name = s.substr(0, colon);
+    char* end = nullptr;
+    count = std::strtol(s.c_str() + colon + 1, &end, 10);
+    if (end == s.c_str() + colon + 1 || *end != '\0' || count < 1) {
+      *error = "CAIRN_CRASH_AT=" + s + ": the count after ':' must be a positive integer";
+      return false;
+    }
+  }
+  for (int i = 0; i < kNumCrashPoints; ++i) {
+    if (name == kCrashPoints[i].name) {
+      internal::armed_name = name;
+      internal::armed_count = count;
+      internal::crash_points_armed = true;
+      return true;
+    }
+  }
+  *error = "CAIRN_CRASH_AT=" + s + ": no crash point named '" + name + "' (see `cairn debug crash-points`)";
+  return false;
+}
+
+}  // namespace cairn

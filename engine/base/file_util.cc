@@ -1,0 +1,329 @@
+#include "engine/base/file_util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <initializer_list>
+
+#include "engine/base/crash_points.h"
+#include "engine/base/storage_faults.h"
+
+namespace cairn {
+
+// ---- CRC-32C (Castagnoli), slicing-by-8 ----
+
+namespace {
+
+constexpr uint32_t kCrc32cPoly = 0x82F63B78u;  // reflected 0x1EDC6F41
+
+struct Crc32cTables {
+  uint32_t t[8][256];
+  constexpr Crc32cTables() : t{} {
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++) c = (c >> 1) ^ ((c & 1) ? kCrc32cPoly : 0);
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+      for (int s = 1; s < 8; s++) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+    }
+  }
+};
+
+constexpr Crc32cTables kCrc32c;
+
+inline uint32_t Load32Le(const unsigned char* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+
+}  // namespace
+
+uint32_t Crc32c(std::string_view data, uint32_t crc) {
+  const auto& t = kCrc32c.t;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(data.data());
+  size_t n = data.size();
+  uint32_t c = ~crc;
+  while (n >= 8) {
+    uint32_t lo = Load32Le(p) ^ c;
+    uint32_t hi = Load32Le(p + 4);
+    c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+        t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  while (n-- > 0) c = t[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+  return ~c;
+}
+
+// ---- Files and directories ----
+
+namespace {
+
+// An I/O error for `path`, whatever errno is (a failed write is never "not found").
+Status WriteError(std::string_view what, const std::string& path, int err) {
+  return Status::IOError(std::string(what) + " " + path + ": " + std::strerror(err));
+}
+
+std::string ParentDir(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+Status WriteAll(int fd, const std::string& path, std::string_view data) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return WriteError("cannot write", path, errno);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+// Writes the concatenation of `parts` to path.tmp, fsyncs, renames over path, fsyncs the
+// parent directory. Removes path.tmp on any failure before the rename.
+Status WritePartsAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
+                            const AtomicWriteCrashPoints& crash_points) {
+  const std::string tmp = path + ".tmp";
+  LogDurabilityEvent("write", path);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return WriteError("cannot create", tmp, errno);
+  Status s = InjectStorageFault(path);
+  for (std::string_view part : parts) {
+    if (!s.ok()) break;
+    s = WriteAll(fd, tmp, part);
+  }
+  if (s.ok() && ::fsync(fd) != 0) s = WriteError("cannot fsync", tmp, errno);
+  if (::close(fd) != 0 && s.ok()) s = WriteError("cannot close", tmp, errno);
+  if (s.ok() && crash_points.tmp_written != nullptr) CAIRN_CRASH_POINT(crash_points.tmp_written);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = WriteError("cannot rename " + tmp + " to", path, errno);
+  }
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  if (crash_points.renamed != nullptr) CAIRN_CRASH_POINT(crash_points.renamed);
+  // The directory fsync that makes the rename durable, seen by the storage-fault seam as
+  // "<dir>/." (e.g. chk-3/.: the commit of chk-3's _metadata).
+  CAIRN_RETURN_IF_ERROR(InjectStorageFault(ParentDir(path) + "/."));
+  return FsyncDir(ParentDir(path));
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::string_view data, const AtomicWriteCrashPoints& crash_points) {
+  return WritePartsAtomically(path, {data}, crash_points);
+}
+
+Status ReadFile(const std::string& path, std::string* out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open", path, errno);
+  std::string data;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) data.reserve(static_cast<size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return Status::FromErrno("cannot read", path, err);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  *out = std::move(data);
+  return Status::OK();
+}
+
+Status FsyncFile(const std::string& path) {
+  LogDurabilityEvent("fsync", path);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open", path, errno);
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return WriteError("cannot fsync", path, err);
+  }
+  ::close(fd);
+  return Status::OK();
+}
+
+Status FsyncDir(const std::string& dir) {
+  LogDurabilityEvent("fsync-dir", dir);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open directory", dir, errno);
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return WriteError("cannot fsync directory", dir, err);
+  }
+  ::close(fd);
+  return Status::OK();
+}
+
+Status CreateDirs(const std::string& dir) {
+  if (dir.empty()) return Status::InvalidArgument("cannot create a directory with an empty name");
+  // Create each prefix ending before a '/', then the whole path.
+  for (size_t i = 1; i <= dir.size(); i++) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    if (dir[i - 1] == '/') continue;  // "a//b" or a trailing slash
+    std::string prefix = dir.substr(0, i);
+    if (::mkdir(prefix.c_str(), 0755) == 0) continue;
+    int err = errno;
+    if (err == EEXIST && IsDirectory(prefix)) continue;
+    if (err == EEXIST) return Status::IOError("cannot create directory " + prefix + ": a file of that name exists");
+    return WriteError("cannot create directory", prefix, err);
+  }
+  return Status::OK();
+}
+
+Status RemoveAll(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return Status::IOError("cannot remove " + path + ": " + ec.message());
+  }
+  return Status::OK();
+}
+
+Status RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return Status::OK();
+  int err = errno;
+  if (err == EINVAL || err == ENOSYS || err == ENOTSUP) {
+    // No RENAME_NOREPLACE here: link() never replaces either.
+    if (::link(from.c_str(), to.c_str()) == 0) {
+      if (::unlink(from.c_str()) != 0) return Status::FromErrno("cannot remove " + to + "'s old name", from, errno);
+      return Status::OK();
+    }
+    err = errno;
+  }
+  if (err == EEXIST)
+    return Status::IOError("cannot rename " + from + " to " + to + ": " + to + " already exists (it is never replaced)");
+  return Status::FromErrno("cannot rename " + from + " to", to, err);
+}
+
+Status Rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return Status::FromErrno("cannot rename " + from + " to", to, errno);
+  return Status::OK();
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Status ListDir(const std::string& dir, std::vector<std::string>* names) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return Status::FromErrno("cannot list directory", dir, errno);
+  std::vector<std::string> result;
+  for (;;) {
+    errno = 0;
+    struct dirent* e = ::readdir(d);
+    if (e == nullptr) {
+      int err = errno;
+      ::closedir(d);
+      if (err != 0) return Status::FromErrno("cannot list directory", dir, err);
+      break;
+    }
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    result.emplace_back(e->d_name);
+  }
+  std::sort(result.begin(), result.end());
+  *names = std::move(result);
+  return Status::OK();
+}
+
+uint64_t DiskUsage(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  if (S_ISREG(st.st_mode)) return static_cast<uint64_t>(st.st_size);
+  if (!S_ISDIR(st.st_mode)) return 0;  // symlinks and special files are not followed
+  std::vector<std::string> names;
+  if (!ListDir(path, &names).ok()) return 0;
+  uint64_t total = 0;
+  for (const std::string& name : names) total += DiskUsage(path + "/" + name);
+  return total;
+}
+
+// ---- Checksummed blob files ----
+
+namespace {
+
+void PutFixed64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = static_cast<char>(v >> (8 * i));
+}
+void PutFixed32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint64_t GetFixed64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+uint32_t GetFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+Status Damaged(const std::string& path, const std::string& reason) {
+  return Status::Corruption(path + ": damaged (" + reason + ")");
+}
+
+}  // namespace
+
+Status WriteChecksummedFile(const std::string& path, std::string_view data) {
+  char footer[kBlobFooterSize];
+  PutFixed64(footer, kBlobMagic);
+  PutFixed64(footer + 8, data.size());
+  PutFixed32(footer + 16, Crc32c(data));
+  return WritePartsAtomically(path, {data, std::string_view(footer, sizeof footer)}, {});
+}
+
+Status ReadChecksummedFile(const std::string& path, std::string* data) {
+  std::string bytes;
+  CAIRN_RETURN_IF_ERROR(ReadFile(path, &bytes));
+  if (bytes.empty()) return Damaged(path, "empty file");
+  if (bytes.size() < kBlobFooterSize) {
+    return Damaged(path, "truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the " +
+                             std::to_string(kBlobFooterSize) + "-byte footer");
+  }
+  const size_t data_size = bytes.size() - kBlobFooterSize;
+  const char* footer = bytes.data() + data_size;
+  if (GetFixed64(footer) != kBlobMagic) return Damaged(path, "no footer magic: truncated or not a Cairn blob");
+  uint64_t length = GetFixed64(footer + 8);
+  if (length != data_size) {
+    return Damaged(path, "length mismatch: footer says " + std::to_string(length) + " bytes, file holds " +
+                             std::to_string(data_size));
+  }
+  uint32_t crc = GetFixed32(footer + 16);
+  if (Crc32c(std::string_view(bytes.data(), data_size)) != crc) return Damaged(path, "checksum mismatch");
+  bytes.resize(data_size);
+  *data = std::move(bytes);
+  return Status::OK();
+}
+
+}  // namespace cairn

@@ -1,0 +1,65 @@
+// File-system helpers with explicit durability: every write that must survive a crash goes
+// through here, and every failure comes back as a Status naming the path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/base/status.h"
+
+namespace cairn {
+
+// CRC-32C (Castagnoli) of `data`, continuing from `crc` (0 to start).
+uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
+
+// Errors: a missing path is NotFound where that is what the caller asked about (reading,
+// listing, fsyncing); every other failure, and every failure to write, is IOError. Messages
+// name the path and carry strerror's text.
+
+// Crash points (engine/base/crash_points.h) to reach between the steps of an atomic write; a null
+// name is none. Used for the commit point, _metadata.
+struct AtomicWriteCrashPoints {
+  const char* tmp_written = nullptr;  // path.tmp written and fsynced, not yet renamed
+  const char* renamed = nullptr;      // renamed over path, the directory not yet fsynced
+};
+
+// Writes `data` to `path.tmp`, fsyncs it, renames it over `path`, and fsyncs the directory.
+// On failure `path` is unchanged, `path.tmp` is removed, and the result is IOError. Consults
+// the storage-fault seam (engine/base/storage_faults.h) with `path`.
+Status WriteFileAtomically(const std::string& path, std::string_view data,
+                           const AtomicWriteCrashPoints& crash_points = {});
+// Reads the whole file; NotFound when it does not exist.
+Status ReadFile(const std::string& path, std::string* out);
+Status FsyncFile(const std::string& path);
+Status FsyncDir(const std::string& dir);
+// Creates `dir` and its missing parents.
+Status CreateDirs(const std::string& dir);
+// Removes `path` and everything below it; a missing path is OK.
+Status RemoveAll(const std::string& path);
+Status Rename(const std::string& from, const std::string& to);
+// Renames `from` to `to` unless `to` exists (renameat2 RENAME_NOREPLACE; where the file system
+// does not support it, link + unlink, which also never replaces). An existing `to` is IOError
+// "... already exists" and changes nothing.
+Status RenameNoReplace(const std::string& from, const std::string& to);
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+// Names (not paths) of the entries of `dir`, sorted, without "." and ".."; NotFound when `dir`
+// does not exist.
+Status ListDir(const std::string& dir, std::vector<std::string>* names);
+// Total size in bytes of the regular files below `path` (hard links counted once per path;
+// symlinks not followed); 0 for a missing path.
+uint64_t DiskUsage(const std::string& path);
+
+// A checksummed blob file: `data` followed by a 20-byte footer (kBlobMagic, the length of
+// `data`, its CRC-32C; little-endian), written atomically. ReadChecksummedFile returns
+// Corruption("<path>: damaged (<reason>)") when the file is empty or shorter than the footer,
+// the magic is missing, the length is wrong, or the checksum does not match; NotFound naming
+// the path when it does not exist. *data is set only on success.
+inline constexpr uint64_t kBlobMagic = 0x31424c426e726961ull;  // "airnBLB1"
+inline constexpr size_t kBlobFooterSize = 20;
+Status WriteChecksummedFile(const std::string& path, std::string_view data);
+Status ReadChecksummedFile(const std::string& path, std::string* data);
+
+}  // namespace cairn

@@ -1,0 +1,332 @@
+#include "engine/checkpoint/checkpoint_coordinator.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/base/crash_points.h"
+#include "engine/base/file_util.h"
+#include "engine/base/storage_faults.h"
+#include "state/checkpoint_layout.h"
+
+namespace cairn {
+
+const char* CheckpointFailureMessage(CheckpointFailureReason r) {
+  switch (r) {
+    case CheckpointFailureReason::kDeclined: return "a task declined the checkpoint";
+    case CheckpointFailureReason::kTimeout: return "the checkpoint expired before completing (checkpoint.timeout)";
+    case CheckpointFailureReason::kMetadataWriteFailed: return "the checkpoint metadata could not be written";
+  }
+  return "?";
+}
+
+void CheckpointStats::RecordCompleted(CheckpointId id, int64_t duration_ms, size_t history) {
+  completed++;
+  last_duration_ms = duration_ms;
+  max_duration_ms = std::max(max_duration_ms, duration_ms);
+  total_duration_ms += duration_ms;
+  last_completed_id = id;
+  durations_ms.push_back(duration_ms);
+  if (durations_ms.size() > std::max<size_t>(history, 1))
+    durations_ms.erase(durations_ms.begin(), durations_ms.end() - std::max<size_t>(history, 1));
+}
+
+static int64_t WallMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+CheckpointCoordinator::CheckpointCoordinator(std::string job_name, uint32_t max_parallelism,
+                                             const CheckpointConfig& config, const CheckpointStore* store,
+                                             std::vector<CheckpointParticipant*> tasks, CheckpointId first_id,
+                                             Listener* listener)
+    : job_name_(std::move(job_name)),
+      max_parallelism_(max_parallelism),
+      config_(config),
+      store_(store),
+      tasks_(std::move(tasks)),
+      listener_(listener),
+      next_id_(first_id) {
+  for (CheckpointParticipant* t : tasks_)
+    if (t->is_source()) sources_.push_back(t);
+}
+
+CheckpointCoordinator::~CheckpointCoordinator() { Stop(); }
+
+void CheckpointCoordinator::Start() {
+  last_trigger_ = Clock::now();
+  last_end_ = Clock::time_point::min();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void CheckpointCoordinator::Stop() {
+  stop_.store(true);
+  parker_.Unpark();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CheckpointCoordinator::Acknowledge(TaskAck ack) {
+  Event e;
+  e.kind = Event::Kind::kAck;
+  e.ack = std::move(ack);
+  events_.enqueue(std::move(e));
+  parker_.Unpark();
+}
+
+void CheckpointCoordinator::SourceFinished(int task) {
+  Event e;
+  e.kind = Event::Kind::kSourceFinished;
+  e.task = task;
+  events_.enqueue(std::move(e));
+  parker_.Unpark();
+}
+
+std::string CheckpointCoordinator::Describe() const {
+  std::lock_guard<std::mutex> l(describe_mu_);
+  return description_;
+}
+
+CheckpointStats CheckpointCoordinator::stats() const {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  return stats_;
+}
+
+void CheckpointCoordinator::Loop() {
+  const CheckpointConfig& cfg = config_;
+  while (!stop_.load()) {
+    uint32_t ticket = parker_.Prepare();
+    Event e;
+    bool any = false;
+    while (events_.try_dequeue(e)) {
+      any = true;
+      if (e.kind == Event::Kind::kAck) {
+        OnAck(std::move(e.ack));
+      } else {
+        ++sources_finished_;
+      }
+      if (stop_.load()) break;
+    }
+    if (stop_.load()) {
+      parker_.Cancel();
+      break;
+    }
+    auto now = Clock::now();
+    // Expire checkpoints past their timeout.
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      CheckpointId id = it->first;
+      bool expired = now - it->second.trigger >= cfg.timeout;
+      ++it;
+      if (expired) Fail(id, CheckpointFailureReason::kTimeout, "after " + std::to_string(cfg.timeout.count()) + " ms");
+    }
+    if (stop_.load()) break;
+    Clock::time_point deadline = Clock::time_point::max();
+    std::string waiting;  // for Describe: why no checkpoint is triggered now
+    if (!terminating_) {
+      const bool all_finished = sources_finished_ == sources_.size();
+      const bool can_trigger = pending_.size() < cfg.max_concurrent;
+      const bool final_pending =
+          std::any_of(pending_.begin(), pending_.end(), [](const auto& kv) { return kv.second.final_candidate; });
+      // checkpoint.min_pause runs from the end of the previous checkpoint, completed or failed,
+      // also before a final checkpoint (a failed one is retried at this pace, not back to back).
+      const auto pause_end = last_end_ == Clock::time_point::min() ? Clock::time_point::min() : last_end_ + cfg.min_pause;
+      if (all_finished && !final_pending && can_trigger) {
+        if (now >= pause_end) {
+          Trigger(true);
+        } else {
+          deadline = pause_end;
+          waiting = "  final checkpoint waits for checkpoint.min_pause (" +
+                    std::to_string(std::chrono::ceil<std::chrono::milliseconds>(pause_end - now).count()) +
+                    " ms left)\n";
+        }
+      } else if (!all_finished && cfg.interval.count() > 0) {
+        auto due = std::max(last_trigger_ + cfg.interval, pause_end);
+        if (now >= due && can_trigger) {
+          Trigger(false);
+        } else if (can_trigger) {
+          deadline = due;
+        }
+      }
+    }
+    for (const auto& kv : pending_) deadline = std::min(deadline, kv.second.trigger + cfg.timeout);
+    {
+      std::string d = "coordinator: sources finished " + std::to_string(sources_finished_) + "/" +
+                      std::to_string(sources_.size()) + (terminating_ ? ", terminating" : "") + "\n" + waiting;
+      for (const auto& [id, p] : pending_) {
+        d += "  pending checkpoint " + std::to_string(id) + (p.final_candidate ? " (final)" : "") + ": waiting for";
+        for (size_t t = 0; t < tasks_.size(); ++t)
+          if (!p.acked[t]) d += " " + tasks_[t]->name();
+        d += "\n";
+      }
+      std::lock_guard<std::mutex> l(describe_mu_);
+      description_ = std::move(d);
+    }
+    if (any || events_.size_approx() > 0) {
+      parker_.Cancel();
+      continue;
+    }
+    parker_.Park(ticket, deadline);
+  }
+}
+
+void CheckpointCoordinator::Trigger(bool final_candidate) {
+  Pending p;
+  p.id = next_id_++;
+  p.trigger = Clock::now();
+  p.trigger_wall_ms = WallMillis();
+  p.final_candidate = final_candidate;
+  p.acked.assign(tasks_.size(), false);
+  last_trigger_ = p.trigger;
+  Barrier b;
+  b.id = p.id;
+  b.trigger_time_ms = p.trigger_wall_ms;
+  b.mode = config_.mode;
+  b.aligned_timeout_ms = config_.mode == CheckpointMode::kAligned ? config_.aligned_timeout.count() : 0;
+  if (final_candidate) {
+    // The final checkpoint must cover every record: its barriers follow the end of input on
+    // every channel and overtake nothing, so it is always aligned.
+    b.mode = CheckpointMode::kAligned;
+    b.aligned_timeout_ms = 0;
+  }
+  pending_.emplace(p.id, std::move(p));
+  for (CheckpointParticipant* s : sources_) s->TriggerCheckpoint(b);
+}
+
+void CheckpointCoordinator::OnAck(TaskAck ack) {
+  auto it = pending_.find(ack.id);
+  if (it == pending_.end()) {
+    // A late answer for a checkpoint that failed or was subsumed (a completed one has had all
+    // its answers): what its persister wrote since the failure is garbage.
+    RemoveAll(store_->CheckpointPath(ack.id));
+    return;
+  }
+  if (!ack.status.ok()) {
+    Fail(ack.id, CheckpointFailureReason::kDeclined, ack.status.message());
+    return;
+  }
+  Pending& p = it->second;
+  p.switched |= ack.switched;
+  if (ack.task >= 0 && static_cast<size_t>(ack.task) < p.acked.size()) p.acked[ack.task] = true;
+  for (auto& h : ack.handles) p.handles.push_back(std::move(h));
+  if (++p.acks < tasks_.size()) return;
+  Pending done = std::move(p);
+  pending_.erase(it);
+  Complete(std::move(done));
+}
+
+void CheckpointCoordinator::Complete(Pending p) {
+  CheckpointMetadata m;
+  m.id = p.id;
+  m.job_name = job_name_;
+  m.trigger_time_ms = p.trigger_wall_ms;
+  m.mode = p.switched ? "aligned->unaligned"
+                      : CheckpointModeName(p.final_candidate ? CheckpointMode::kAligned : config_.mode);
+  m.max_parallelism = max_parallelism_;
+  m.sources_finished = p.final_candidate;
+  std::sort(p.handles.begin(), p.handles.end(), [](const SubtaskStateHandle& a, const SubtaskStateHandle& b) {
+    return a.operator_id != b.operator_id ? a.operator_id < b.operator_id : a.subtask < b.subtask;
+  });
+  for (const auto& h : p.handles) {
+    m.state_bytes += h.state_bytes;
+    m.channel_state_bytes += h.channel_state_bytes;
+    m.alignment_ms = std::max(m.alignment_ms, h.alignment_ms);
+    m.sync_ms = std::max(m.sync_ms, h.sync_ms);
+    m.async_ms = std::max(m.async_ms, h.async_ms);
+  }
+  m.subtasks = std::move(p.handles);
+  auto now = Clock::now();
+  m.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.trigger).count();
+  std::string dir = store_->CheckpointPath(p.id);
+  CAIRN_CRASH_POINT("metadata.before_commit");
+  Status s = CreateDirs(dir);
+  if (s.ok()) s = WriteMetadata(dir, m);
+  if (!s.ok()) {
+    pending_.emplace(p.id, std::move(p));
+    Fail(m.id, CheckpointFailureReason::kMetadataWriteFailed, s.message());
+    return;
+  }
+  CAIRN_CRASH_POINT("checkpoint.committed");
+  last_end_ = now;
+  consecutive_failures_ = 0;
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.RecordCompleted(m.id, m.duration_ms, config_.history);
+  }
+  // Older pending checkpoints are subsumed by this one.
+  while (!pending_.empty() && pending_.begin()->first < m.id) {
+    CheckpointId old = pending_.begin()->first;
+    pending_.erase(pending_.begin());
+    Discard(old);
+  }
+  for (CheckpointParticipant* t : tasks_) t->NotifyCheckpointComplete(m.id);
+  Status rs = store_->Retain(config_.retain);
+  if (!rs.ok()) listener_->JobFailed(rs.WithContext("checkpoint retention"));
+  // Final: every source finished and nothing in flight on any channel. Termination is a stable
+  // property, so a snapshot that shows it proves it (in a cycle, records may still circulate
+  // in the first such checkpoints; then another is taken).
+  if (p.final_candidate && m.channel_state_bytes == 0) {
+    terminating_ = true;
+    for (CheckpointParticipant* s : sources_) s->Terminate();
+    final_completed_.store(true);
+  } else if (p.final_candidate && ++undrained_finals_ >= config_.max_drain_checkpoints) {
+    // Records that circulate without end (a cycle that never drains) would keep the job, and
+    // whatever its sinks write, going forever.
+    std::string into;
+    for (const SubtaskStateHandle& h : m.subtasks)
+      if (h.channel_state_bytes > 0)
+        into += (into.empty() ? "" : ", ") + h.operator_id + "[" + std::to_string(h.subtask) + "]";
+    listener_->JobFailed(Status::Aborted(
+        "the job's cycle does not drain: " + std::to_string(undrained_finals_) +
+        " final checkpoints after every source finished (the last: checkpoint " + std::to_string(m.id) +
+        ") still found records in flight on the feedback edges into " + into + " (" +
+        std::to_string(m.channel_state_bytes) + " bytes of channel state); checkpoint.max_drain_checkpoints = " +
+        std::to_string(config_.max_drain_checkpoints) +
+        " (raise it if the cycle drains slowly)"));
+    stop_.store(true);
+  }
+}
+
+void CheckpointCoordinator::Discard(CheckpointId id) {
+  if (abort_handler_) abort_handler_(id);
+  // As retention does: the commit point goes first (a metadata write that failed after its
+  // rename leaves one), so that a crash half-way leaves an incomplete checkpoint, never a
+  // complete-looking one with missing state.
+  const std::string dir = store_->CheckpointPath(id);
+  const std::string meta = MetadataPath(dir);
+  if (PathExists(meta)) {
+    LogDurabilityEvent("remove", meta);
+    RemoveAll(meta);
+    FsyncDir(dir);
+  }
+  LogDurabilityEvent("remove", dir);
+  RemoveAll(dir);
+}
+
+void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  const bool final_candidate = it->second.final_candidate;
+  pending_.erase(it);
+  Discard(id);
+  last_end_ = Clock::now();
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.failed++;
+  }
+  ++consecutive_failures_;
+  std::string msg = "checkpoint " + std::to_string(id) + " failed: " + CheckpointFailureMessage(reason) +
+                    (detail.empty() ? "" : ": " + detail);
+  if (consecutive_failures_ > config_.tolerable_failures) {
+    listener_->JobFailed(Status::Aborted(msg + " (" + std::to_string(consecutive_failures_) +
+                                         " consecutive failures exceed checkpoint.tolerable_failures = " +
+                                         std::to_string(config_.tolerable_failures) + ")"));
+    stop_.store(true);
+  } else {
+    fprintf(stderr, "cairn: %s (tolerated: %u of %u consecutive failures)%s\n", msg.c_str(), consecutive_failures_,
+            config_.tolerable_failures,
+            final_candidate ? ("; the final checkpoint is retried after checkpoint.min_pause = " +
+                               std::to_string(config_.min_pause.count()) + " ms")
+                                  .c_str()
+                            : "");
+  }
+}
+
+}  // namespace cairn

@@ -1,0 +1,225 @@
+#include "engine/checkpoint/snapshot_persister.h"
+
+#include "engine/base/coding.h"
+#include "engine/base/file_util.h"
+#include "engine/base/crash_points.h"
+#include "engine/base/storage_faults.h"
+#include <string>
+#include "state/checkpoint_layout.h"
+#include "state/rocksdb_state_store.h"
+
+namespace cairn {
+
+std::string EncodeChannelState(const ChannelStateRecords& c) {
+  std::string out;
+  uint64_t channels = 0;
+  for (const RecordBatch& b : c.records) channels += b.empty() ? 0 : 1;
+  PutFixed64(&out, channels);
+  for (size_t i = 0; i < c.records.size(); ++i) {
+    const RecordBatch& b = c.records[i];
+    if (b.empty()) continue;
+    PutLengthPrefixed(&out, c.channel_names[i]);
+    const Schema& sc = c.schemas[i];
+    PutLengthPrefixed(&out, sc.key);
+    PutLengthPrefixed(&out, sc.a);
+    PutLengthPrefixed(&out, sc.b);
+    PutFixed64(&out, b.size());
+    for (size_t r = 0; r < b.size(); ++r) {
+      PutLengthPrefixed(&out, b.key(r));
+      PutFixed64(&out, static_cast<uint64_t>(b.a(r)));
+      PutFixed64(&out, static_cast<uint64_t>(b.b(r)));
+    }
+  }
+  return out;
+}
+
+bool DecodeChannelState(std::string_view bytes, std::vector<RestoredChannel>* out) {
+  Decoder d(bytes);
+  uint64_t channels;
+  if (!d.GetFixed64(&channels)) return false;
+  std::string key;
+  for (uint64_t c = 0; c < channels; ++c) {
+    RestoredChannel rc;
+    uint64_t n;
+    if (!d.GetLengthPrefixed(&rc.name) || !d.GetLengthPrefixed(&rc.schema.key) || !d.GetLengthPrefixed(&rc.schema.a) ||
+        !d.GetLengthPrefixed(&rc.schema.b) || !d.GetFixed64(&n))
+      return false;
+    RecordBatch& b = rc.records;
+    for (uint64_t r = 0; r < n; ++r) {
+      uint64_t a, bb;
+      if (!d.GetLengthPrefixed(&key) || !d.GetFixed64(&a) || !d.GetFixed64(&bb)) return false;
+      b.Add(key, static_cast<int64_t>(a), static_cast<int64_t>(bb));
+    }
+    out->push_back(std::move(rc));
+  }
+  return d.done();
+}
+
+SnapshotPersister::SnapshotPersister(size_t threads, AckFn ack) : ack_(std::move(ack)) {
+  for (size_t i = 0; i < threads; ++i) {
+    workers_.push_back(std::make_unique<Worker>());
+    Worker* w = workers_.back().get();
+    w->thread = std::thread([this, w] { Loop(w); });
+  }
+}
+
+SnapshotPersister::~SnapshotPersister() { Stop(); }
+
+void SnapshotPersister::Submit(std::unique_ptr<PersistJob> job) {
+  Worker* w = workers_[static_cast<size_t>(job->task) % workers_.size()].get();
+  {
+    std::lock_guard<std::mutex> l(w->mu);
+    w->queue.push_back(std::move(job));
+  }
+  w->cv.notify_one();
+}
+
+void SnapshotPersister::Abort(CheckpointId id) {
+  constexpr size_t kMaxAborted = 1024;  // older ids have long been persisted or skipped
+  std::lock_guard<std::mutex> l(aborted_mu_);
+  aborted_.insert(id);
+  while (aborted_.size() > kMaxAborted) aborted_.erase(aborted_.begin());
+  // Logged once it is in effect: a write logged after this line checked Aborted() before it,
+  // which only a write already past its check can have done (one per persister thread).
+  LogDurabilityEvent("abort", std::to_string(id));
+}
+
+bool SnapshotPersister::Aborted(CheckpointId id) const {
+  std::lock_guard<std::mutex> l(aborted_mu_);
+  return aborted_.count(id) > 0;
+}
+
+void SnapshotPersister::Stop() {
+  for (auto& w : workers_) {
+    {
+      std::lock_guard<std::mutex> l(w->mu);
+      w->stop = true;
+    }
+    w->cv.notify_one();
+  }
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+}
+
+void SnapshotPersister::Loop(Worker* w) {
+  for (;;) {
+    std::unique_ptr<PersistJob> job;
+    {
+      std::unique_lock<std::mutex> l(w->mu);
+      w->cv.wait(l, [w] { return w->stop || !w->queue.empty(); });
+      if (w->queue.empty()) return;
+      job = std::move(w->queue.front());
+      w->queue.pop_front();
+    }
+    TaskAck ack = Persist(*job);
+    ack_(std::move(ack));
+  }
+}
+
+TaskAck SnapshotPersister::Persist(PersistJob& job) {
+  auto start = std::chrono::steady_clock::now();
+  TaskAck ack;
+  ack.id = job.id;
+  ack.task = job.task;
+  ack.status = job.sync_status;
+  auto aborted = [&] {
+    if (!ack.status.ok() || !Aborted(job.id)) return false;
+    ack.status = Status::Aborted("checkpoint " + std::to_string(job.id) + " was aborted; its state was not written");
+    return true;
+  };
+  aborted();
+  for (SnapshotPart& part : job.parts) {
+    SubtaskStateHandle& h = part.handle;
+    const std::string rel = SubtaskStateRelPath(h.operator_id, h.subtask);
+    const std::string dir = InCheckpoint(job.chk_dir, rel);
+    const std::string keyed_rel = KeyedStateRelPath(h.operator_id, h.subtask);
+    const std::string keyed_dir = InCheckpoint(job.chk_dir, keyed_rel);
+    if (part.keyed != nullptr) {
+      // Deltas must reach the working database even when this checkpoint fails.
+      std::unique_ptr<StateDelta> delta = std::move(part.keyed->unwritten);
+      if (delta == nullptr) {
+        delta = std::move(part.delta);
+      } else if (part.delta != nullptr) {
+        delta->Merge(*part.delta);
+      }
+      aborted();
+      Status s = ack.status;
+      if (s.ok()) s = CreateDirs(dir);
+      uint64_t bytes = 0;
+      if (s.ok()) {
+        CAIRN_CRASH_POINT("persist.keyed");
+        // RocksDB's own writes cannot be reached, so an injected fault fails before them.
+        s = InjectStorageFault(keyed_dir);
+        if (s.ok()) s = part.keyed->store->PersistAndCheckpoint(*delta, keyed_dir, &bytes);
+        // The keyed directory's entry in the subtask directory, which holds nothing else
+        // when the operator has no operator state.
+        if (s.ok()) s = FsyncDir(keyed_dir);
+        if (s.ok()) s = FsyncDir(dir);
+      }
+      if (!s.ok()) {
+        part.keyed->unwritten = std::move(delta);
+        if (ack.status.ok()) ack.status = s.WithContext("operator " + rel + " keyed state");
+        continue;
+      }
+      h.keyed_dir = keyed_rel;
+      h.state_bytes += bytes;
+    }
+    if (aborted() || !ack.status.ok()) continue;
+    if (!part.operator_state.empty()) {
+      Status s = CreateDirs(dir);
+      if (s.ok()) {
+        CAIRN_CRASH_POINT("persist.operator_state");
+        s = WriteChecksummedFile(InCheckpoint(job.chk_dir, OperatorStateRelPath(h.operator_id, h.subtask)),
+                                 part.operator_state);
+      }
+      if (!s.ok()) {
+        ack.status = s.WithContext("operator " + rel + " state");
+        continue;
+      }
+      h.operator_state_file = OperatorStateRelPath(h.operator_id, h.subtask);
+      h.state_bytes += part.operator_state.size() + kBlobFooterSize;
+    }
+    if (part.async_part && !aborted()) {
+      Status s = part.async_part();
+      if (!s.ok()) {
+        ack.status = s.WithContext("operator " + rel);
+        continue;
+      }
+    }
+  }
+  if (!aborted() && ack.status.ok() && job.channel_state != nullptr && !job.parts.empty()) {
+    SubtaskStateHandle& h = job.parts[0].handle;
+    bool any = false;
+    for (const RecordBatch& b : job.channel_state->records) any |= !b.empty();
+    if (any) {
+      const std::string rel = SubtaskStateRelPath(h.operator_id, h.subtask);
+      const std::string file = ChannelStateRelPath(h.operator_id, h.subtask);
+      std::string bytes = EncodeChannelState(*job.channel_state);
+      Status s = CreateDirs(InCheckpoint(job.chk_dir, rel));
+      if (s.ok()) {
+        CAIRN_CRASH_POINT("persist.channel_state");
+        s = WriteChecksummedFile(InCheckpoint(job.chk_dir, file), bytes);
+      }
+      if (!s.ok()) {
+        ack.status = s.WithContext("operator " + rel + " channel state");
+      } else {
+        h.channel_state_file = file;
+        h.channel_state_bytes = bytes.size() + kBlobFooterSize;
+      }
+    }
+  }
+  ack.switched = job.switched;
+  int64_t async_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  if (ack.status.ok()) {
+    for (SnapshotPart& part : job.parts) {
+      part.handle.alignment_ms = job.alignment_ms;
+      part.handle.sync_ms = job.sync_ms;
+      part.handle.async_ms = async_ms;
+      ack.handles.push_back(part.handle);
+    }
+  }
+  return ack;
+}
+
+}  // namespace cairn

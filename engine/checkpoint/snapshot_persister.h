@@ -1,0 +1,59 @@
+// SnapshotPersister runs the asynchronous part of subtask snapshots on a few background
+// threads, while the tasks go on processing: it writes keyed-state deltas to RocksDB and takes
+// RocksDB checkpoints, writes operator state, runs the operators' async parts, and then
+// acknowledges (or declines) to the coordinator.
+//
+// Contract: jobs of one task run in submission order on one thread (task index mod threads),
+// so a subtask's deltas reach its RocksDB in checkpoint order. Submit is called by task
+// threads; the callback runs on a persister thread. Stop() drains the queued jobs and joins.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "engine/checkpoint/checkpoint_messages.h"
+
+namespace cairn {
+
+class SnapshotPersister {
+ public:
+  using AckFn = std::function<void(TaskAck)>;
+  SnapshotPersister(size_t threads, AckFn ack);
+  ~SnapshotPersister();
+
+  void Submit(std::unique_ptr<PersistJob> job);
+  void Stop();
+  // Checkpoint `id` failed (declined, expired, metadata not written) or was subsumed: jobs of it
+  // that have not started are skipped, and a running one stops before its next write. A
+  // skipped job still carries its keyed-state delta over to the next checkpoint and answers
+  // (Aborted), which the coordinator ignores. Any thread. Abort does not wait: a write that
+  // passed its check just before may still begin (at most one per thread); what it leaves is
+  // removed when its job's late answer reaches the coordinator.
+  void Abort(CheckpointId id);
+
+ private:
+  struct Worker {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::unique_ptr<PersistJob>> queue;  // guarded by mu
+    bool stop = false;                              // guarded by mu
+    std::thread thread;
+  };
+  void Loop(Worker* w);
+  TaskAck Persist(PersistJob& job);
+
+  bool Aborted(CheckpointId id) const;
+
+  AckFn ack_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  mutable std::mutex aborted_mu_;
+  std::set<CheckpointId> aborted_;  // guarded by aborted_mu_; the newest kMaxAborted ids
+};
+
+}  // namespace cairn

@@ -1,0 +1,85 @@
+// Operator is the user-facing unit of computation: one instance per subtask, driven by its
+// task's thread, with record batches in and record batches out.
+//
+// Contract (all calls on the owning task thread, in this order):
+//   Open(ctx)                      once; restored state (if any) is in ctx.
+//   Process(input, in, out)*       for every batch; append results to `out`.
+//   SnapshotState(id, snap)        the synchronous part of checkpoint `id`, between batches;
+//                                  fill snap->operator_state and, for work that may run while
+//                                  the task continues (fsync, upload), snap->async_part, which
+//                                  runs on a persister thread and must not touch data the task
+//                                  thread mutates.
+//   NotifyCheckpointComplete(id)   after checkpoint `id` committed (every id <= `id` is
+//                                  final; notifications may skip ids).
+//   Finish(out)                    once, after every input ended: emit what remains.
+//   Close()                        once, also after a failure.
+// Keyed operators find their state in ctx.keyed_state; the framework snapshots and restores it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/base/key_groups.h"
+#include "engine/dataflow/record_batch.h"
+#include "engine/base/status.h"
+#include "engine/dataflow/stream_element.h"
+
+namespace cairn {
+
+class KeyedInt64State;
+
+struct OperatorContext {
+  std::string operator_id;
+  std::string job_name;
+  uint32_t subtask = 0;
+  uint32_t parallelism = 1;
+  uint32_t max_parallelism = 128;
+  KeyGroupRange key_groups;                          // of this subtask
+  KeyedInt64State* keyed_state = nullptr;            // set for keyed operators only
+  std::optional<CheckpointId> restored_checkpoint;   // the checkpoint restored from, if any
+  std::optional<std::string> restored_operator_state;  // this subtask's bytes from it, if any
+};
+
+struct OperatorSnapshot {
+  std::string operator_state;          // stored in the checkpoint, handed back on restore
+  std::function<Status()> async_part;  // optional; runs before the subtask acknowledges
+};
+
+class Operator {
+ public:
+  virtual ~Operator() = default;
+  virtual Status Open(OperatorContext& ctx) { return Status::OK(); }
+  virtual void Process(int input, const RecordBatch& in, RecordBatch* out) {}
+  virtual Status SnapshotState(CheckpointId id, OperatorSnapshot* snap) { return Status::OK(); }
+  virtual void NotifyCheckpointComplete(CheckpointId id) {}
+  virtual void Finish(RecordBatch* out) {}
+  virtual Status Close() { return Status::OK(); }
+  // Flow control (a throttle): how many of the next `want` input records may be processed now.
+  // 0 means none until *resume_at. Asked only of the head operator of a chain; the default
+  // admits everything.
+  using Clock = std::chrono::steady_clock;
+  virtual size_t Admit(size_t want, Clock::time_point* resume_at) { return want; }
+  // For the run summary: up to `k` keys with the largest values in this subtask's state
+  // (keyed operators only; called after Finish).
+  virtual void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const {}
+};
+
+// A source produces records from outside the dataflow. Its read position must be part of its
+// operator state, so that a restore resumes exactly after the last record of the checkpoint.
+class SourceOperator : public Operator {
+ public:
+  enum class PollResult {
+    kMore,       // appended records (maybe none); call again
+    kWait,       // nothing now (rate limit); call again at *resume_at
+    kExhausted,  // bounded input fully read; Poll will not produce more
+  };
+  // Appends at most `max_records` records to `out`.
+  virtual PollResult Poll(RecordBatch* out, size_t max_records, Clock::time_point* resume_at) = 0;
+};
+
+}  // namespace cairn

@@ -1,0 +1,94 @@
+#include "engine/dataflow/output_gate.h"
+
+#include "engine/base/key_groups.h"
+
+namespace cairn {
+
+void OutputGate::AddForwardEdge(Channel* ch) {
+  Edge e{false, {}};
+  e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
+  edges_.push_back(std::move(e));
+}
+
+void OutputGate::AddHashEdge(std::vector<Channel*> channels) {
+  Edge e{true, {}};
+  for (Channel* ch : channels) e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
+  edges_.push_back(std::move(e));
+}
+
+bool OutputGate::PushPending(Target* t) {
+  if (t->pending->empty()) return true;
+  std::unique_ptr<RecordBatch> b = std::move(t->pending);
+  t->pending = t->channel->TakeEmptyBatch();
+  return t->channel->Push(StreamElement::OfBatch(std::move(b)), handler_);
+}
+
+bool OutputGate::Emit(RecordBatch* batch) {
+  if (batch->empty()) return true;
+  records_out_ += batch->size();
+  // Two phases. First every record of the batch gets its place (and number) in every outgoing
+  // channel of every edge; only then is anything pushed. A push may block, and while blocked the
+  // task may take an unaligned snapshot (BlockedHandler) that stamps each channel with its
+  // `assigned` count and covers this batch in the task's own state (e.g. a source's position):
+  // so on no channel may the batch be missing from what lies before the barrier. Pushing edge by
+  // edge as records are assigned would split one emitted batch across the snapshot.
+  Target* handed_over = nullptr;
+  const size_t n_edges = edges_.size();
+  for (size_t ei = 0; ei < n_edges; ++ei) {
+    Edge& e = edges_[ei];
+    if (!e.hash) {
+      Target& t = e.targets[0];
+      if (t.pending->empty() && ei + 1 == n_edges && batch->size() >= kBatchRecords / 4) {
+        // The last edge takes the whole batch (the caller keeps pending's empty capacity).
+        std::swap(*t.pending, *batch);
+        t.assigned += t.pending->size();
+        handed_over = &t;
+        continue;
+      }
+      for (size_t i = 0; i < batch->size(); ++i) t.pending->AddFrom(*batch, i);
+      t.assigned += batch->size();
+      continue;
+    }
+    const uint32_t p = static_cast<uint32_t>(e.targets.size());
+    for (size_t i = 0; i < batch->size(); ++i) {
+      uint32_t kg = KeyGroupOf(KeyHash(batch->key(i)), max_parallelism_);
+      Target& t = e.targets[SubtaskForKeyGroup(kg, max_parallelism_, p)];
+      t.pending->AddFrom(*batch, i);
+      ++t.assigned;
+    }
+  }
+  batch->clear();
+  for (Edge& e : edges_)
+    for (Target& t : e.targets)
+      if ((&t == handed_over || t.pending->size() >= kBatchRecords) && !PushPending(&t)) return false;
+  return true;
+}
+
+bool OutputGate::Flush() {
+  for (Edge& e : edges_)
+    for (Target& t : e.targets)
+      if (!PushPending(&t)) return false;
+  return true;
+}
+
+bool OutputGate::Broadcast(const StreamElement& e) {
+  if (!Flush()) return false;
+  for (Edge& edge : edges_)
+    for (Target& t : edge.targets) {
+      StreamElement copy;
+      copy.kind = e.kind;
+      copy.barrier = e.barrier;
+      if (!t.channel->Push(std::move(copy), handler_)) return false;
+    }
+  return true;
+}
+
+void OutputGate::BroadcastPriority(PriorityEvent e) {
+  for (Edge& edge : edges_)
+    for (Target& t : edge.targets) {
+      e.position = t.assigned;
+      t.channel->PushPriority(e);
+    }
+}
+
+}  // namespace cairn

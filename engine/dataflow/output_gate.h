@@ -1,0 +1,62 @@
+// OutputGate is where a task's records leave it: it partitions the chain tail's output batches
+// onto the outgoing channels (forward: one channel; hash: by key group of the record key) and
+// puts barriers and end markers on every outgoing channel in order.
+//
+// Contract: used by the task thread only. Records are buffered per channel up to a batch size;
+// Flush() pushes partial batches (the task calls it before it parks and before any barrier or
+// end marker, so a record never waits behind an idle producer). Emit and Broadcast may block
+// on backpressure (calling the BlockedHandler while they wait); they return false once the
+// job is cancelled. Each channel's records are numbered in the order they are assigned to it;
+// BroadcastPriority stamps every channel's event with the number assigned so far, which is
+// where the event belongs in that channel even though it overtakes the queued data.
+// Emit assigns every record of a batch to its channels on every edge before it pushes anything,
+// so a snapshot taken while one of its pushes is blocked never splits the batch: on every
+// channel the whole batch lies before the barrier (fan-out edges included).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/dataflow/channel.h"
+#include "engine/dataflow/record_batch.h"
+
+namespace cairn {
+
+class OutputGate {
+ public:
+  explicit OutputGate(uint32_t max_parallelism) : max_parallelism_(max_parallelism) {}
+  void set_blocked_handler(BlockedHandler* h) { handler_ = h; }
+
+  void AddForwardEdge(Channel* ch);
+  void AddHashEdge(std::vector<Channel*> channels);
+
+  // Takes the records of `batch` (leaving it empty, possibly with another batch's capacity).
+  bool Emit(RecordBatch* batch);
+  bool Flush();
+  // Flushes, then puts `e` (a barrier or end marker, copied) on every outgoing channel.
+  bool Broadcast(const StreamElement& e);
+  // Puts `e` on every channel's priority lane, stamped with that channel's position. Never blocks.
+  void BroadcastPriority(PriorityEvent e);
+  bool has_outputs() const { return !edges_.empty(); }
+  uint64_t records_out() const { return records_out_; }
+
+ private:
+  struct Target {
+    Channel* channel;
+    std::unique_ptr<RecordBatch> pending;
+    uint64_t assigned = 0;  // records ever assigned to this channel (pushed or pending)
+  };
+  struct Edge {
+    bool hash;
+    std::vector<Target> targets;
+  };
+  bool PushPending(Target* t);
+
+  static constexpr size_t kBatchRecords = 2048;
+  const uint32_t max_parallelism_;
+  std::vector<Edge> edges_;
+  uint64_t records_out_ = 0;
+  BlockedHandler* handler_ = nullptr;
+};
+
+}  // namespace cairn

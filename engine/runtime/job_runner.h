@@ -1,0 +1,52 @@
+// JobRunner runs one job to its end: it restores from a checkpoint when asked, builds the
+// tasks and channels of the ExecutionPlan, runs the coordinator, the persister and one thread
+// per task, reports progress, and returns a summary.
+//
+// Contract: everything that can be checked before the job touches the disk is checked first
+// (the checkpoint to restore, its compatibility with the job, its state files, the sources'
+// inputs, the sinks' paths, and that a start without --restore would not duplicate what
+// earlier runs committed), so that bad input fails with nothing changed. checkpoint.dir is
+// locked (one job per directory) before the checkpoint to restore is chosen. Then the runner
+// removes incomplete checkpoints left by a crash, supersedes checkpoints a restore or --fresh
+// abandons, and starts. RunJob is not re-entrant per checkpoint.dir.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/checkpoint/checkpoint_coordinator.h"
+#include "jobs/job_spec.h"
+#include "engine/base/status.h"
+
+namespace cairn {
+
+struct RunOptions {
+  std::string restore;          // "" fresh start, "latest", or a checkpoint path
+  // --fresh: start over on purpose although checkpoint.dir holds completed checkpoints or a
+  // file sink's directory holds committed output (without it such a start is InvalidArgument).
+  // The old checkpoints are superseded (kept until checkpoint.retain newer ones completed,
+  // never restorable again) and the old output is moved to <sink path>/_superseded/. Not with restore.
+  bool fresh = false;
+  bool progress = true;         // live progress lines on stderr, once per progress_interval
+  // How often progress lines are printed (rates in them are per second whatever the interval).
+  // Default: 1 s. REQUIRES: > 0.
+  std::chrono::milliseconds progress_interval{1000};
+};
+
+struct RunSummary {
+  double seconds = 0;
+  double restore_seconds = 0;       // restore + deploy, before the first record (also on stderr)
+  CheckpointId restored_from = 0;   // 0: fresh start
+  uint64_t source_records = 0;
+  uint64_t sink_records = 0;        // consumed by sinks; by all non-source tasks when none
+  bool has_sinks = true;
+  CheckpointStats checkpoints;
+  std::vector<std::pair<std::string, int64_t>> top_keys;  // of keyed operators, largest first
+};
+
+Status RunJob(const JobSpec& spec, const RunOptions& options, RunSummary* summary);
+
+}  // namespace cairn

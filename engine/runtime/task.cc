@@ -1,0 +1,430 @@
+#include "engine/runtime/task.h"
+
+#include "state/checkpoint_layout.h"
+
+#include <cstdio>
+
+#include "engine/base/crash_points.h"
+#include "engine/checkpoint/snapshot_persister.h"
+#include "state/keyed_state.h"
+
+namespace cairn {
+
+namespace {
+constexpr size_t kSourceBatchRecords = 1024;
+using Clock = std::chrono::steady_clock;
+int64_t MillisSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+}  // namespace
+
+Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint32_t max_parallelism,
+           std::string checkpoint_dir, SnapshotPersister* persister, TaskListener* listener)
+    : index_(index),
+      name_(std::move(name)),
+      chain_(std::move(chain)),
+      buffers_(chain_.size()),
+      out_(max_parallelism),
+      checkpoint_dir_(std::move(checkpoint_dir)),
+      persister_(persister),
+      listener_(listener) {
+  source_ = dynamic_cast<SourceOperator*>(chain_.front().op.get());
+  out_.set_blocked_handler(this);
+}
+
+void Task::TriggerCheckpoint(const Barrier& b) {
+  control_.enqueue(Control{Control::Kind::kTrigger, b, b.id});
+  parker_.Unpark();
+}
+
+void Task::NotifyCheckpointComplete(CheckpointId id) {
+  control_.enqueue(Control{Control::Kind::kNotify, Barrier{}, id});
+  parker_.Unpark();
+}
+
+void Task::Terminate() {
+  control_.enqueue(Control{Control::Kind::kTerminate, Barrier{}, 0});
+  parker_.Unpark();
+}
+
+void Task::Dump() {
+  control_.enqueue(Control{Control::Kind::kDump, Barrier{}, 0});
+  parker_.Unpark();
+}
+
+void Task::PrintState() {
+  std::string out = "task " + name_ + ": " + (has_current_ ? "processing a batch" : "idle") +
+                    " records_in=" + std::to_string(records_in()) + " records_out=" + std::to_string(records_out());
+  for (const auto& [id, w] : waiting_) out += " waiting_job=" + std::to_string(id) + (w.ready ? "(ready)" : "(channel state)");
+  out += "\n" + in_.Describe();
+  fputs(out.c_str(), stderr);
+}
+
+void Task::Cancel() {
+  cancelled_.store(true, std::memory_order_release);
+  parker_.Unpark();
+}
+
+void Task::Fail(const Status& s) {
+  if (failed_) return;
+  failed_ = true;
+  listener_->TaskFailed(index_, s.WithContext("task " + name_));
+}
+
+void Task::Run() {
+  if (source_ != nullptr) {
+    RunSource();
+  } else {
+    RunConsumer();
+  }
+  CloseAll();
+}
+
+void Task::CloseAll() {
+  for (auto& c : chain_) {
+    Status s = c.op->Close();
+    if (!s.ok() && !cancelled_.load()) Fail(s);
+  }
+}
+
+bool Task::HandleControl() {
+  auto handle = [this](const Control& c) -> bool {
+    switch (c.kind) {
+      case Control::Kind::kTrigger: {
+        bool unaligned = c.barrier.mode == CheckpointMode::kUnaligned;
+        if (!TakeCheckpoint(c.barrier, 0, unaligned, false, false)) return false;
+        CAIRN_CRASH_POINT("source.barrier_injected");
+        break;
+      }
+      case Control::Kind::kNotify:
+        for (auto& op : chain_) op.op->NotifyCheckpointComplete(c.id);
+        break;
+      case Control::Kind::kTerminate:
+        terminated_ = true;
+        break;
+      case Control::Kind::kDump:
+        PrintState();
+        break;
+    }
+    return true;
+  };
+  if (!deferred_.empty()) {
+    std::vector<Control> d = std::move(deferred_);
+    deferred_.clear();
+    for (const Control& c : d)
+      if (!handle(c)) return false;
+  }
+  Control c;
+  while (control_.try_dequeue(c))
+    if (!handle(c)) return false;
+  return !cancelled_.load(std::memory_order_acquire);
+}
+
+bool Task::OnBlocked(Clock::time_point* deadline) {
+  if (cancelled_.load(std::memory_order_acquire)) return false;
+  if (in_blocked_handler_) return true;
+  in_blocked_handler_ = true;
+  bool ok = true;
+  // Unaligned triggers (their barriers overtake the full channel) and completion notices are
+  // taken now; an aligned trigger and the end wait until the output moves (in order).
+  Control c;
+  while (ok && control_.try_dequeue(c)) {
+    if (!deferred_.empty()) {
+      deferred_.push_back(c);
+    } else if (c.kind == Control::Kind::kTrigger && c.barrier.mode == CheckpointMode::kUnaligned) {
+      ok = TakeCheckpoint(c.barrier, 0, true, false, false);
+      if (ok) CAIRN_CRASH_POINT("source.barrier_injected");
+    } else if (c.kind == Control::Kind::kNotify) {
+      for (auto& op : chain_) op.op->NotifyCheckpointComplete(c.id);
+    } else if (c.kind == Control::Kind::kDump) {
+      PrintState();
+    } else {
+      deferred_.push_back(c);
+    }
+  }
+  // Unaligned barriers and alignment timeouts on the inputs.
+  while (ok && !in_.empty()) {
+    GateEvent ev = in_.PollPriority();
+    if (ev.kind == GateEvent::Kind::kNone) break;
+    ok = HandleGateEvent(ev);
+  }
+  *deadline = in_.empty() ? Clock::time_point::max() : in_.NextDeadline();
+  in_blocked_handler_ = false;
+  return ok && !cancelled_.load(std::memory_order_acquire);
+}
+
+bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
+  const RecordBatch* cur = &in;
+  for (size_t i = from; i < chain_.size(); ++i) {
+    buffers_[i].clear();
+    // A sink's "output" is what it consumed.
+    if (i + 1 == chain_.size() && !out_.has_outputs()) records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
+    chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
+    if (chain_[i].keyed_state != nullptr && !chain_[i].keyed_state->foreign_key_error().ok()) {
+      // Never let a record change state its subtask does not own: fail the job loudly.
+      Fail(chain_[i].keyed_state->foreign_key_error().WithContext(
+          "operator " + chain_[i].ctx.operator_id + "[" + std::to_string(chain_[i].ctx.subtask) + "]"));
+      return false;
+    }
+    cur = &buffers_[i];
+  }
+  if (!out_.has_outputs()) return true;
+  records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
+  return out_.Emit(&buffers_.back());
+}
+
+bool Task::FinishChain(size_t from) {
+  // Finish each operator in order; what one emits flows through the rest of the chain.
+  for (size_t i = from; i < chain_.size(); ++i) {
+    buffers_[i].clear();
+    chain_[i].op->Finish(&buffers_[i]);
+    if (!buffers_[i].empty()) {
+      RecordBatch emitted;
+      std::swap(emitted, buffers_[i]);
+      if (i + 1 < chain_.size()) {
+        if (!ProcessChain(i + 1, 0, emitted)) return false;
+      } else {
+        records_out_.fetch_add(emitted.size(), std::memory_order_relaxed);
+        if (out_.has_outputs() && !out_.Emit(&emitted)) return false;
+      }
+    }
+  }
+  return out_.Broadcast(StreamElement::EndOfInput());
+}
+
+bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched,
+                          bool wait_for_channel_state) {
+  auto start = Clock::now();
+  // Forward the barrier first (everything before it is already emitted or has its place in the
+  // output channels), then snapshot: no record is processed in between, so both describe the
+  // same point of the stream.
+  if (unaligned) {
+    PriorityEvent pe;
+    pe.kind = PriorityEvent::Kind::kUnalignedBarrier;
+    pe.barrier = b;
+    pe.barrier.mode = CheckpointMode::kUnaligned;
+    out_.BroadcastPriority(pe);
+  } else {
+    // While this barrier is being put on full channels, take no other snapshot from the
+    // blocked-output handler: checkpoints must be taken and persisted in order.
+    bool saved = in_blocked_handler_;
+    in_blocked_handler_ = true;
+    bool ok = out_.Broadcast(StreamElement::OfBarrier(b));
+    in_blocked_handler_ = saved;
+    if (!ok) return false;
+    if (b.mode == CheckpointMode::kAligned && b.aligned_timeout_ms > 0) {
+      PriorityEvent pe;
+      pe.kind = PriorityEvent::Kind::kAnnouncement;
+      pe.barrier = b;
+      out_.BroadcastPriority(pe);
+    }
+  }
+  auto job = std::make_unique<PersistJob>();
+  job->id = b.id;
+  job->chk_dir = CheckpointPath(checkpoint_dir_, b.id);
+  job->task = index_;
+  job->alignment_ms = alignment_ms;
+  job->switched = switched;
+  for (auto& c : chain_) {
+    SnapshotPart part;
+    part.handle.operator_id = c.ctx.operator_id;
+    part.handle.subtask = c.ctx.subtask;
+    part.handle.parallelism = c.ctx.parallelism;
+    part.handle.key_groups = c.ctx.key_groups;
+    if (job->sync_status.ok()) {
+      OperatorSnapshot snap;
+      Status s = c.op->SnapshotState(b.id, &snap);
+      if (s.ok()) {
+        part.operator_state = std::move(snap.operator_state);
+        part.async_part = std::move(snap.async_part);
+      } else {
+        job->sync_status = s.WithContext("operator " + c.ctx.operator_id + "[" + std::to_string(c.ctx.subtask) + "]");
+      }
+    }
+    if (c.keyed_state != nullptr) {
+      part.delta = c.keyed_state->TakeDelta();  // always: the changes must reach RocksDB
+      part.keyed = c.keyed_store.get();
+    }
+    job->parts.push_back(std::move(part));
+  }
+  job->sync_ms = MillisSince(start);
+  CAIRN_CRASH_POINT("task.sync_snapshot");
+  waiting_[b.id] = WaitingJob{std::move(job), !wait_for_channel_state};
+  SubmitReadyJobs();
+  return true;
+}
+
+void Task::OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs) {
+  auto it = waiting_.find(cs->id);
+  if (it == waiting_.end()) return;
+  it->second.job->channel_state = std::move(cs);
+  it->second.ready = true;
+  SubmitReadyJobs();
+}
+
+void Task::SubmitReadyJobs() {
+  // In checkpoint order, so that a subtask's state deltas reach RocksDB in order.
+  while (!waiting_.empty() && waiting_.begin()->second.ready) {
+    persister_->Submit(std::move(waiting_.begin()->second.job));
+    waiting_.erase(waiting_.begin());
+  }
+}
+
+bool Task::HandleGateEvent(GateEvent& ev) {
+  switch (ev.kind) {
+    case GateEvent::Kind::kBatch:
+      records_in_.fetch_add(ev.batch->size(), std::memory_order_relaxed);
+      current_ = std::move(ev);
+      current_offset_ = 0;
+      has_current_ = true;
+      return true;
+    case GateEvent::Kind::kCheckpoint:
+      return TakeCheckpoint(ev.barrier, ev.alignment_ms, ev.unaligned, ev.switched, ev.channel_state_pending);
+    case GateEvent::Kind::kChannelStateDone:
+      OnChannelStateDone(std::move(ev.channel_state));
+      return true;
+    case GateEvent::Kind::kEndOfInput:
+      return FinishChain(0);
+    case GateEvent::Kind::kEndOfStream:
+    case GateEvent::Kind::kNone:
+      return true;
+  }
+  return true;
+}
+
+bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
+  *waiting = false;
+  RecordBatch& batch = *current_.batch;
+  size_t want = batch.size() - current_offset_;
+  size_t n = want;
+  if (want > 0) n = chain_[0].op->Admit(want, resume_at);
+  if (n == 0 && want > 0) {
+    *waiting = true;
+    return true;
+  }
+  if (current_offset_ == 0 && n == want) {
+    in_.MarkProcessed(current_.slot, batch, 0, n);
+    if (!ProcessChain(0, current_.input_index, batch)) return false;
+  } else {
+    slice_.clear();
+    slice_.AppendRange(batch, current_offset_, current_offset_ + n);
+    in_.MarkProcessed(current_.slot, batch, current_offset_, current_offset_ + n);
+    if (!ProcessChain(0, current_.input_index, slice_)) return false;
+  }
+  current_offset_ += n;
+  if (current_offset_ == batch.size()) {
+    current_.channel->Recycle(std::move(current_.batch));
+    has_current_ = false;
+  }
+  return true;
+}
+
+bool Task::LoadRestoredChannels() {
+  for (RestoredChannel& rc : restored_channels_) {
+    const auto& inputs = in_.inputs();
+    bool found = false;
+    for (size_t slot = 0; slot < inputs.size() && !found; ++slot)
+      if (inputs[slot].channel->name() == rc.name) {
+        in_.AddRestored(slot, std::move(rc.records));
+        found = true;
+      }
+    if (!found) {
+      // Never drop restored records silently.
+      Fail(Status::Internal("restored in-flight records of channel " + rc.name + ", which is not an input of this task"));
+      return false;
+    }
+  }
+  restored_channels_.clear();
+  return true;
+}
+
+void Task::RunSource() {
+  RecordBatch& batch = buffers_[0];
+  bool exhausted = false;
+  while (true) {
+    if (!HandleControl()) return;
+    if (terminated_) {
+      out_.Broadcast(StreamElement::EndOfStream());
+      return;
+    }
+    if (exhausted) {
+      if (!out_.Flush()) return;
+      uint32_t t = parker_.Prepare();
+      if (control_.size_approx() > 0 || !deferred_.empty() || cancelled_.load()) {
+        parker_.Cancel();
+        continue;
+      }
+      parker_.Park(t);
+      continue;
+    }
+    batch.clear();
+    Clock::time_point resume_at;
+    auto r = source_->Poll(&batch, kSourceBatchRecords, &resume_at);
+    if (!batch.empty()) {
+      records_in_.fetch_add(batch.size(), std::memory_order_relaxed);
+      if (chain_.size() > 1) {
+        if (!ProcessChain(1, 0, batch)) return;
+      } else {
+        records_out_.fetch_add(batch.size(), std::memory_order_relaxed);
+        if (out_.has_outputs() && !out_.Emit(&batch)) return;
+      }
+    }
+    if (r == SourceOperator::PollResult::kExhausted) {
+      exhausted = true;
+      if (!FinishChain(1)) return;
+      listener_->SourceFinished(index_);
+    } else if (r == SourceOperator::PollResult::kWait) {
+      if (!out_.Flush()) return;
+      uint32_t t = parker_.Prepare();
+      if (control_.size_approx() > 0 || !deferred_.empty() || cancelled_.load()) {
+        parker_.Cancel();
+        continue;
+      }
+      parker_.Park(t, resume_at);
+    }
+  }
+}
+
+void Task::RunConsumer() {
+  if (!LoadRestoredChannels()) return;
+  while (true) {
+    if (!HandleControl()) return;
+    Clock::time_point deadline = Clock::time_point::max();
+    if (has_current_) {
+      bool waiting = false;
+      if (!ProcessCurrent(&waiting, &deadline)) return;
+      if (!waiting) continue;
+      // Throttled: only priority events until the head admits more.
+      GateEvent ev = in_.PollPriority();
+      if (ev.kind != GateEvent::Kind::kNone) {
+        if (!HandleGateEvent(ev)) return;
+        continue;
+      }
+    } else {
+      GateEvent ev = in_.Poll();
+      if (ev.kind == GateEvent::Kind::kEndOfStream) {
+        // Notifications sent before the end of stream (the final checkpoint's) come first.
+        if (!HandleControl()) return;
+        out_.Broadcast(StreamElement::EndOfStream());
+        return;
+      }
+      if (ev.kind != GateEvent::Kind::kNone) {
+        if (!HandleGateEvent(ev)) return;
+        continue;
+      }
+    }
+    // Nothing to do now: flush, then park until new input, a control message, or a deadline.
+    if (!out_.Flush()) return;
+    deadline = std::min(deadline, in_.NextDeadline());
+    uint32_t t = parker_.Prepare();
+    // While throttled, new data is no reason to wake; priority events are.
+    bool work = has_current_ ? in_.HasPriorityWork() : in_.HasWork();
+    if (work || control_.size_approx() > 0 || !deferred_.empty() || cancelled_.load()) {
+      parker_.Cancel();
+      continue;
+    }
+    parker_.Park(t, deadline);
+  }
+}
+
+}  // namespace cairn

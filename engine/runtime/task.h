@@ -1,0 +1,142 @@
+// Task is one subtask of an operator chain running on its own thread: it reads its InputGate
+// (or polls its source), runs the chained operators on each batch, writes the OutputGate, and
+// carries out its part of every checkpoint (the per-subtask checkpointer: snapshot the chain
+// synchronously, forward the barrier, hand the rest to the SnapshotPersister).
+//
+// Contract: all operator calls happen on the task thread, except Open, which the runner calls
+// before the thread starts. Control messages (trigger, notify-complete, terminate) may be sent
+// from any thread; they are handled between batches, in the order sent. A task ends after
+// end of stream on all inputs (or Terminate, for a source) or when the job is cancelled.
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint/checkpoint_coordinator.h"
+#include "engine/checkpoint/checkpoint_messages.h"
+#include "engine/dataflow/input_gate.h"
+#include "engine/dataflow/operator.h"
+#include "engine/dataflow/output_gate.h"
+#include "engine/base/parker.h"
+#include "state/keyed_state.h"
+#include "state/rocksdb_state_store.h"
+
+namespace cairn {
+
+class SnapshotPersister;
+
+// What a task reports to the job: checkpoint-protocol events and failures.
+class TaskListener {
+ public:
+  virtual ~TaskListener() = default;
+  virtual void SourceFinished(int task) = 0;
+  virtual void TaskFailed(int task, const Status& s) = 0;
+};
+
+// One operator of the chain, with its subtask's state.
+struct ChainedOperator {
+  std::unique_ptr<Operator> op;
+  OperatorContext ctx;
+  std::unique_ptr<KeyedInt64State> keyed_state;  // keyed operators only
+  std::unique_ptr<KeyedStore> keyed_store;       // keyed operators only
+};
+
+class Task : public BlockedHandler, public CheckpointParticipant {
+ public:
+  Task(int index, std::string name, std::vector<ChainedOperator> chain, uint32_t max_parallelism, std::string checkpoint_dir, SnapshotPersister* persister, TaskListener* listener);
+
+  int index() const { return index_; }
+  const std::string& name() const override { return name_; }
+  bool is_source() const override { return source_ != nullptr; }
+  OutputGate* output_gate() { return &out_; }
+  InputGate* input_gate() { return &in_; }
+  Parker* parker() { return &parker_; }
+  std::vector<ChainedOperator>& chain() { return chain_; }
+
+  // Records restored from a checkpoint's channel state, by channel name; they go through the
+  // input gate ahead of any new data on their channel. Before Run.
+  void SetRestoredChannelState(std::vector<RestoredChannel> state) {
+    restored_channels_ = std::move(state);
+  }
+  // The thread body.
+  void Run();
+  // BlockedHandler: while blocked on a full output channel, take unaligned snapshots.
+  bool OnBlocked(std::chrono::steady_clock::time_point* deadline) override;
+
+  // Control, from any thread.
+  void TriggerCheckpoint(const Barrier& b) override;      // sources only
+  void NotifyCheckpointComplete(CheckpointId id) override;
+  void Terminate() override;                              // sources only: send end of stream and stop
+  void Dump();                                   // print this task's state to stderr
+  void Cancel();
+
+  // Statistics, from any thread (relaxed).
+  uint64_t records_in() const { return records_in_.load(std::memory_order_relaxed); }
+  uint64_t records_out() const { return records_out_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Control {
+    enum class Kind { kTrigger, kNotify, kTerminate, kDump } kind;
+    Barrier barrier;
+    CheckpointId id = 0;
+  };
+  void RunSource();
+  void RunConsumer();
+  bool HandleControl();  // false when the task must stop
+  bool ProcessChain(size_t from, int input, const RecordBatch& in);
+  // Process (part of) the current input batch, as far as the head operator admits. False when
+  // the task must stop; *waiting set when the head admitted nothing until *resume_at.
+  bool ProcessCurrent(bool* waiting, std::chrono::steady_clock::time_point* resume_at);
+  bool HandleGateEvent(GateEvent& ev);
+  // The per-subtask checkpointer: forward the barrier, snapshot the chain, queue the persist.
+  // `unaligned`: forward on the priority lanes; `wait_for_channel_state`: persist only after
+  // the gate reported the checkpoint's channel state.
+  bool TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched,
+                      bool wait_for_channel_state);
+  void OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs);
+  void SubmitReadyJobs();
+  bool LoadRestoredChannels();  // false (and failed) when a channel is not an input
+  void PrintState();
+  bool FinishChain(size_t from);
+  void Fail(const Status& s);
+  void CloseAll();
+
+  const int index_;
+  const std::string name_;
+  std::vector<ChainedOperator> chain_;
+  std::vector<RecordBatch> buffers_;  // output of each chained operator
+  SourceOperator* source_ = nullptr;  // chain head, when it is a source
+  InputGate in_;
+  OutputGate out_;
+  const std::string checkpoint_dir_;
+  SnapshotPersister* const persister_;
+  TaskListener* const listener_;
+  Parker parker_;
+  moodycamel::ConcurrentQueue<Control> control_;
+  std::vector<Control> deferred_;  // control messages taken while blocked, handled later
+  bool in_blocked_handler_ = false;
+  // The input batch being processed (it may be processed in slices when throttled).
+  GateEvent current_;
+  bool has_current_ = false;
+  size_t current_offset_ = 0;
+  RecordBatch slice_;
+  // Persist jobs in checkpoint order; unaligned ones wait for their channel state.
+  struct WaitingJob {
+    std::unique_ptr<PersistJob> job;
+    bool ready = false;
+  };
+  std::map<CheckpointId, WaitingJob> waiting_;
+  std::vector<RestoredChannel> restored_channels_;
+  std::atomic<bool> cancelled_{false};
+  bool terminated_ = false;
+  bool failed_ = false;
+  std::atomic<uint64_t> records_in_{0};
+  std::atomic<uint64_t> records_out_{0};
+};
+
+}  // namespace cairn

@@ -1,0 +1,334 @@
+#include "jobs/cli/cli.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/base/crash_points.h"
+#include "engine/runtime/execution_plan.h"
+#include "engine/base/file_util.h"
+#include "engine/runtime/job_runner.h"
+#include "jobs/cli/run_summary.h"
+#include "engine/base/storage_faults.h"
+#include "jobs/job_graph.h"
+#include "jobs/job_loader.h"
+#include "jobs/cli/state_dump.h"
+#include "operators/generator_source.h"
+#include "jobs/registry.h"
+#include "state/checkpoint_store.h"
+
+namespace cairn {
+namespace {
+
+constexpr const char* kUsage =
+    "usage:\n"
+    "  cairn run JOB.yaml [--restore latest|PATH | --fresh] [--set KEY=VALUE]... [--quiet]\n"
+    "            [--progress-interval DURATION]   (progress lines on stderr; default 1s)\n"
+    "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
+    "  cairn checkpoints DIR [--json]\n"
+    "  cairn state dump CHECKPOINT [--operator ID] [--json]\n"
+    "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
+    "  cairn debug crash-points\n"
+    "  cairn help\n"
+    "exit codes: 0 success, 1 job failed, 2 bad input\n";
+
+int UsageError(const std::string& msg) {
+  fprintf(stderr, "cairn: %s\n%s", msg.c_str(), kUsage);
+  return 2;
+}
+
+int Report(const Status& s) {
+  fprintf(stderr, "cairn: error: %s\n", s.message().c_str());
+  return s.ExitCode();
+}
+
+// Parses "--flag VALUE" and "--flag=VALUE"; returns false on a missing value.
+bool TakeValue(const std::vector<std::string>& args, size_t* i, const std::string& flag, std::string* value) {
+  const std::string& a = args[*i];
+  if (a.size() > flag.size() && a.compare(0, flag.size() + 1, flag + "=") == 0) {
+    *value = a.substr(flag.size() + 1);
+    return true;
+  }
+  if (*i + 1 >= args.size()) return false;
+  *value = args[++*i];
+  return true;
+}
+
+bool IsFlag(const std::string& a, const std::string& flag) {
+  return a == flag || (a.size() > flag.size() && a.compare(0, flag.size() + 1, flag + "=") == 0);
+}
+
+struct JobArgs {
+  std::string file;
+  std::vector<std::string> sets;
+  std::string restore;
+  bool fresh = false;
+  bool quiet = false;
+  Millis progress_interval{1000};
+};
+
+// Parses JOB.yaml and the flags of `run` (allow_run_flags) or `validate`.
+int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, JobArgs* out) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    if (IsFlag(a, "--set")) {
+      if (!TakeValue(args, &i, "--set", &v)) return UsageError("--set needs KEY=VALUE");
+      out->sets.push_back(v);
+    } else if (allow_run_flags && IsFlag(a, "--restore")) {
+      if (!TakeValue(args, &i, "--restore", &v) || v.empty()) return UsageError("--restore needs 'latest' or a checkpoint path");
+      if (!out->restore.empty()) return UsageError("--restore given twice");
+      out->restore = v;
+    } else if (allow_run_flags && IsFlag(a, "--progress-interval")) {
+      if (!TakeValue(args, &i, "--progress-interval", &v) || !ParseDuration(v, &out->progress_interval) ||
+          out->progress_interval.count() <= 0)
+        return UsageError("--progress-interval needs a duration > 0 (e.g. 100ms, 1s)");
+    } else if (allow_run_flags && a == "--fresh") {
+      out->fresh = true;
+    } else if (allow_run_flags && a == "--quiet") {
+      out->quiet = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return UsageError("unknown flag '" + a + "'");
+    } else if (out->file.empty()) {
+      out->file = a;
+    } else {
+      return UsageError("unexpected argument '" + a + "'");
+    }
+  }
+  if (out->file.empty()) return UsageError("missing JOB.yaml");
+  if (out->fresh && !out->restore.empty())
+    return UsageError("--fresh (start over) and --restore (resume) exclude each other");
+  return 0;
+}
+
+int CmdRun(const std::vector<std::string>& args) {
+  JobArgs ja;
+  if (int rc = ParseJobArgs(args, true, &ja)) return rc;
+  JobSpec spec;
+  Status s = LoadJob(ja.file, ja.sets, &spec);
+  if (!s.ok()) return Report(s);
+  RunOptions opt;
+  opt.restore = ja.restore;
+  opt.fresh = ja.fresh;
+  opt.progress = !ja.quiet;
+  opt.progress_interval = ja.progress_interval;
+  RunSummary summary;
+  s = RunJob(spec, opt, &summary);
+  if (!s.ok()) return Report(s);
+  fputs(FormatSummary(spec, summary).c_str(), stdout);
+  return 0;
+}
+
+int CmdValidate(const std::vector<std::string>& args) {
+  JobArgs ja;
+  if (int rc = ParseJobArgs(args, false, &ja)) return rc;
+  JobSpec spec;
+  Status s = LoadJob(ja.file, ja.sets, &spec);
+  if (!s.ok()) return Report(s);
+  ExecutionPlan plan = ExecutionPlan::Build(spec);
+  printf("%s: valid job '%s' with %zu operators in %zu chains:\n", ja.file.c_str(), spec.name.c_str(),
+         spec.operators.size(), plan.chains.size());
+  for (size_t c = 0; c < plan.chains.size(); ++c)
+    printf("  %s  parallelism %u\n", plan.ChainName(spec, static_cast<int>(c)).c_str(), plan.chains[c].parallelism);
+  for (const PlanEdge& e : plan.edges)
+    printf("  %s -> %s  %s\n", plan.ChainName(spec, e.from_chain).c_str(), plan.ChainName(spec, e.to_chain).c_str(),
+           e.hash ? "hash" : "forward");
+  // A cycle is legal, but its records circulate until the job ends: if they multiply, the job
+  // fails once a feedback channel holds more than checkpoint.max_feedback_backlog records; if
+  // they never drain, after checkpoint.max_drain_checkpoints final checkpoints.
+  std::vector<std::string> cycle = FindCycle(spec.operators);
+  if (!cycle.empty()) {
+    std::string path;
+    for (const std::string& op : cycle) path += (path.empty() ? "" : " -> ") + op;
+    std::string feedback;
+    for (const PlanEdge& e : plan.edges)
+      if (e.feedback)
+        feedback += std::string(feedback.empty() ? "" : ", ") + plan.ChainName(spec, e.from_chain) + " -> " +
+                    plan.ChainName(spec, e.to_chain);
+    fprintf(stderr,
+            "cairn: warning: the job has a cycle (%s; feedback edges: %s): records on it circulate until the job "
+            "ends, and a job whose records multiply around it fails once a feedback channel holds more than "
+            "checkpoint.max_feedback_backlog = %" PRIu64 " records, one whose records never drain after "
+            "checkpoint.max_drain_checkpoints = %u final checkpoints\n",
+            path.c_str(), feedback.c_str(), spec.checkpoint.max_feedback_backlog,
+            spec.checkpoint.max_drain_checkpoints);
+  }
+  return 0;
+}
+
+std::string IsoTime(int64_t ms) {
+  time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[80];
+  snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+  return out;
+}
+
+int CmdCheckpoints(const std::vector<std::string>& args) {
+  std::string dir;
+  bool json = false;
+  for (const auto& a : args) {
+    if (a == "--json") {
+      json = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return UsageError("unknown flag '" + a + "'");
+    } else if (dir.empty()) {
+      dir = a;
+    } else {
+      return UsageError("unexpected argument '" + a + "'");
+    }
+  }
+  if (dir.empty()) return UsageError("missing DIR");
+  if (!IsDirectory(dir)) return Report(Status::NotFound(dir + ": no such checkpoint directory"));
+  CheckpointStore store(dir);
+  std::vector<CompletedCheckpoint> all;
+  std::vector<Status> skipped, superseded;
+  Status s = store.ListCompleted(&all, &skipped, &superseded);
+  if (!s.ok()) return Report(s);
+  for (const Status& sk : skipped) fprintf(stderr, "cairn: warning: skipping damaged checkpoint: %s\n", sk.message().c_str());
+  for (const Status& sk : superseded) fprintf(stderr, "cairn: not listed: %s\n", sk.message().c_str());
+  for (const auto& c : all) {
+    const CheckpointMetadata& m = c.metadata;
+    if (json) {
+      printf("{\"id\":%" PRIu64 ",\"path\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64 ",\"duration_ms\":%" PRId64
+             ",\"state_bytes\":%" PRIu64 ",\"mode\":%s,\"alignment_ms\":%" PRId64 ",\"sync_ms\":%" PRId64
+             ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 ",\"final\":%s}\n",
+             m.id, JsonQuote(c.path).c_str(), JsonQuote(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
+             m.duration_ms, m.state_bytes, JsonQuote(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
+             m.channel_state_bytes, m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
+    } else {
+      printf("id=%" PRIu64 " path=%s trigger_time=%s duration_ms=%" PRId64 " state_bytes=%" PRIu64
+             " mode=%s alignment_ms=%" PRId64 " sync_ms=%" PRId64 " async_ms=%" PRId64 " channel_state_bytes=%" PRIu64
+             "%s\n",
+             m.id, c.path.c_str(), IsoTime(m.trigger_time_ms).c_str(), m.duration_ms, m.state_bytes, m.mode.c_str(),
+             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes,
+             m.sources_finished && m.channel_state_bytes == 0 ? " final" : "");
+    }
+  }
+  if (all.empty()) fprintf(stderr, "cairn: no completed checkpoints in %s\n", dir.c_str());
+  return 0;
+}
+
+bool ParseInt(const std::string& s, int64_t min, int64_t* out) {
+  char* end = nullptr;
+  long long v = strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < min) return false;
+  *out = v;
+  return true;
+}
+
+int CmdGenerate(const std::vector<std::string>& args) {
+  GeneratorParams p;
+  p.words = 10000000;
+  std::string out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    auto int_flag = [&](const char* flag, int64_t min, int64_t* dst) -> int {
+      if (!TakeValue(args, &i, flag, &v) || !ParseInt(v, min, dst))
+        return UsageError(std::string(flag) + " needs an integer >= " + std::to_string(min));
+      return 0;
+    };
+    int rc = 0;
+    if (IsFlag(a, "--out")) {
+      if (!TakeValue(args, &i, "--out", &out) || out.empty()) return UsageError("--out needs a file path");
+    } else if (IsFlag(a, "--words")) {
+      rc = int_flag("--words", 0, &p.words);
+    } else if (IsFlag(a, "--words-per-line")) {
+      rc = int_flag("--words-per-line", 1, &p.words_per_line);
+    } else if (IsFlag(a, "--vocabulary")) {
+      rc = int_flag("--vocabulary", 1, &p.vocabulary);
+    } else if (IsFlag(a, "--seed")) {
+      rc = int_flag("--seed", 0, &p.seed);
+    } else if (IsFlag(a, "--zipf")) {
+      char* end = nullptr;
+      if (!TakeValue(args, &i, "--zipf", &v) || (p.zipf = strtod(v.c_str(), &end), *end != '\0') || p.zipf < 0)
+        return UsageError("--zipf needs a number >= 0");
+    } else {
+      return UsageError("unknown argument '" + a + "'");
+    }
+    if (rc) return rc;
+  }
+  if (out.empty()) return UsageError("generate needs --out FILE");
+  WordGenerator gen(p);
+  std::string tmp = out + ".tmp";
+  FILE* f = fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return Report(Status::FromErrno("cannot create", tmp, errno));
+  std::string line;
+  for (int64_t n = 0; n < gen.lines(); ++n) {
+    line.clear();
+    gen.Line(n, &line);
+    line.push_back('\n');
+    fwrite(line.data(), 1, line.size(), f);
+  }
+  if (fclose(f) != 0) return Report(Status::FromErrno("cannot write", tmp, errno));
+  Status s = Rename(tmp, out);
+  if (!s.ok()) return Report(s);
+  fprintf(stderr, "cairn: wrote %" PRId64 " words in %" PRId64 " lines to %s\n", p.words, gen.lines(), out.c_str());
+  return 0;
+}
+
+int CmdState(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "dump") return UsageError("state takes: dump CHECKPOINT [--operator ID] [--json]");
+  std::string path, op;
+  bool json = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--json") {
+      json = true;
+    } else if (IsFlag(a, "--operator")) {
+      if (!TakeValue(args, &i, "--operator", &op) || op.empty()) return UsageError("--operator needs an operator id");
+    } else if (a.size() > 1 && a[0] == '-') {
+      return UsageError("unknown flag '" + a + "'");
+    } else if (path.empty()) {
+      path = a;
+    } else {
+      return UsageError("unexpected argument '" + a + "'");
+    }
+  }
+  if (path.empty()) return UsageError("state dump needs a CHECKPOINT (a chk-<id> directory or its _metadata)");
+  Status s = DumpCheckpointState(path, op, json, stdout);
+  if (!s.ok()) return Report(s);
+  return 0;
+}
+
+int CmdDebug(const std::vector<std::string>& args) {
+  if (args.size() == 1 && args[0] == "crash-points") {
+    for (int i = 0; i < kNumCrashPoints; ++i) printf("%-26s %s\n", kCrashPoints[i].name, kCrashPoints[i].where);
+    return 0;
+  }
+  return UsageError("debug takes: crash-points");
+}
+
+}  // namespace
+
+int CairnMain(int argc, char** argv) {
+  std::string err;
+  if (!InitCrashPoints(&err) || !InitStorageFaults(&err)) {
+    fprintf(stderr, "cairn: %s\n", err.c_str());
+    return 2;
+  }
+  if (argc < 2) return UsageError("missing command");
+  std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (cmd == "run") return CmdRun(args);
+  if (cmd == "validate") return CmdValidate(args);
+  if (cmd == "checkpoints") return CmdCheckpoints(args);
+  if (cmd == "generate") return CmdGenerate(args);
+  if (cmd == "debug") return CmdDebug(args);
+  if (cmd == "state") return CmdState(args);
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    fputs(kUsage, stdout);
+    return 0;
+  }
+  return UsageError("unknown command '" + cmd + "'");
+}
+
+}  // namespace cairn

@@ -1,0 +1,36 @@
+#include "jobs/cli/run_summary.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <vector>
+
+namespace cairn {
+
+std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
+  char buf[512];
+  std::string out;
+  snprintf(buf, sizeof buf, "job %s completed in %.2f s%s\n", spec.name.c_str(), s.seconds,
+           s.restored_from ? (" (restored from checkpoint " + std::to_string(s.restored_from) + ")").c_str() : "");
+  out += buf;
+  snprintf(buf, sizeof buf, "  source records  %" PRIu64 " (%.0f records/s)\n", s.source_records,
+           s.seconds > 0 ? static_cast<double>(s.source_records) / s.seconds : 0.0);
+  out += buf;
+  snprintf(buf, sizeof buf, "  %s %" PRIu64 " (%.0f records/s)\n", s.has_sinks ? "sink records   " : "records in     ", s.sink_records,
+           s.seconds > 0 ? static_cast<double>(s.sink_records) / s.seconds : 0.0);
+  out += buf;
+  std::vector<int64_t> d = s.checkpoints.durations_ms;
+  std::sort(d.begin(), d.end());
+  snprintf(buf, sizeof buf, "  checkpoints     %" PRIu64 " completed, %" PRIu64 " failed; duration median %" PRId64
+                            " ms, max %" PRId64 " ms\n",
+           s.checkpoints.completed, s.checkpoints.failed, d.empty() ? 0 : d[d.size() / 2], d.empty() ? 0 : d.back());
+  out += buf;
+  if (!s.top_keys.empty()) {
+    out += "  top words      ";
+    for (const auto& [k, v] : s.top_keys) out += " " + k + " " + std::to_string(v);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace cairn

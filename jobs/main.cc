@@ -1,3 +1,0 @@
-#include "jobs/cli.h"
-
-int main(int argc, char** argv) { return cairn::CairnMain(argc, argv); }

@@ -1,0 +1,55 @@
+#include "jobs/registry.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace cairn {
+
+const char* ParamTypeName(ParamType t) {
+  switch (t) {
+    case ParamType::kString: return "string";
+    case ParamType::kInt: return "integer";
+    case ParamType::kDouble: return "number";
+    case ParamType::kDuration: return "duration";
+    case ParamType::kBool: return "boolean";
+  }
+  return "?";
+}
+
+const ParamSpec* OperatorType::FindParam(std::string_view n) const {
+  for (const auto& p : params)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+namespace {
+
+std::vector<OperatorType>& Table() {
+  static std::vector<OperatorType> table;  // sorted by name
+  return table;
+}
+
+}  // namespace
+
+bool RegisterOperatorType(OperatorType type) {
+  std::vector<OperatorType>& t = Table();
+  auto at = std::lower_bound(t.begin(), t.end(), type.name,
+                             [](const OperatorType& a, const std::string& name) { return a.name < name; });
+  if (at != t.end() && at->name == type.name) {
+    fprintf(stderr, "cairn: operator type '%s' is registered twice\n", type.name.c_str());
+    std::abort();
+  }
+  t.insert(at, std::move(type));
+  return true;
+}
+
+const std::vector<OperatorType>& OperatorTypes() { return Table(); }
+
+const OperatorType* FindOperatorType(std::string_view name) {
+  const std::vector<OperatorType>& t = Table();
+  auto at = std::lower_bound(t.begin(), t.end(), name, [](const OperatorType& a, std::string_view n) { return a.name < n; });
+  return at != t.end() && at->name == name ? &*at : nullptr;
+}
+
+}  // namespace cairn
