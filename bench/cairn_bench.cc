@@ -338,7 +338,7 @@ struct Bench {
     const std::string out = scratch + "/baseline-changelog.txt";
     ChildResult c;
     Status s = RunChild({self, "baseline", corpus, count_only ? "--count-only" : out}, &c);
-    RemoveAll(out);
+    RemoveAll(out).IgnoreError();  // scratch space: best effort
     Fill(c, s, run);
     if (!run->ok) return;
     std::string first = LineAfter(c.out, "words ");
@@ -352,7 +352,7 @@ struct Bench {
   void RunEngine(const std::string& job_file, const std::string& interval, const std::vector<std::string>& extra,
                  RunRecord* run) {
     const std::string dir = scratch + "/engine";
-    RemoveAll(dir);
+    RemoveAll(dir).IgnoreError();  // scratch space: best effort
     std::vector<std::string> argv = EngineArgs(job_file, dir, interval);
     argv.insert(argv.end(), extra.begin(), extra.end());
     ChildResult c;
@@ -367,12 +367,12 @@ struct Bench {
         run->error = cs.message();
       }
     }
-    RemoveAll(dir);
+    RemoveAll(dir).IgnoreError();  // scratch space: best effort
   }
 
   // Builds (once) the checkpoint holding flags.keys keys that the recovery runs restore.
   Status BuildRecoveryState() {
-    RemoveAll(recovery_dir);
+    RemoveAll(recovery_dir).IgnoreError();  // scratch space: best effort
     std::vector<std::string> argv = {flags.cairn, "run", discard_job, "--quiet",
                                      "--set", "operators.source.path=" + keys_file,
                                      "--set", "checkpoint.dir=" + recovery_dir,
@@ -406,7 +406,7 @@ struct Bench {
     if (ListDir(recovery_dir, &names).ok())
       for (const std::string& n : names)
         if (n.compare(0, 4, "chk-") == 0 && n != "chk-" + std::to_string(results.state_checkpoint.id))
-          RemoveAll(recovery_dir + "/" + n);
+          RemoveAll(recovery_dir + "/" + n).IgnoreError();  // scratch space: best effort
     if (run->ok && run->restored_keys != static_cast<uint64_t>(flags.keys)) {
       run->ok = false;
       run->error = "restored " + std::to_string(run->restored_keys) + " keys, expected " + std::to_string(flags.keys);
@@ -633,7 +633,7 @@ int Main(int argc, char** argv) {
       res.runs.push_back(std::move(run));
     }
   }
-  RemoveAll(b.scratch);
+  RemoveAll(b.scratch).IgnoreError();  // scratch space: best effort
 
   int failed = 0;
   for (const RunRecord& run : res.runs) failed += run.ok ? 0 : 1;

@@ -20,7 +20,7 @@ Status WriteOnce(const std::string& path, Fill&& fill) {
   fill(f);
   bool write_failed = ferror(f) != 0;
   if (fclose(f) != 0 || write_failed) {
-    RemoveAll(tmp);
+    RemoveAll(tmp).IgnoreError();  // scratch space: best effort
     return Status::FromErrno("cannot write", tmp, errno);
   }
   return Rename(tmp, path);

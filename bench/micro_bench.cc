@@ -260,7 +260,7 @@ void BM_PersistDelta(benchmark::State& state) {
   int i = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    RemoveAll(root);
+    RemoveAll(root).IgnoreError();  // scratch space: best effort
     std::unique_ptr<RocksDbStateStore> store;
     Check(RocksDbStateStore::Create(root + "/db", &store), state);
     state.ResumeTiming();
@@ -270,7 +270,7 @@ void BM_PersistDelta(benchmark::State& state) {
     store.reset();
     state.ResumeTiming();
   }
-  RemoveAll(root);
+  RemoveAll(root).IgnoreError();  // scratch space: best effort
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
 }
 BENCHMARK(BM_PersistDelta)->Arg(10000)->Arg(100000)->Arg(500000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -285,7 +285,7 @@ void BM_PersistDeltaSorted(benchmark::State& state) {
   int i = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    RemoveAll(root);
+    RemoveAll(root).IgnoreError();  // scratch space: best effort
     std::unique_ptr<RocksDbStateStore> store;
     Check(RocksDbStateStore::Create(root + "/db", &store), state);
     StateDelta copy = *delta;
@@ -299,7 +299,7 @@ void BM_PersistDeltaSorted(benchmark::State& state) {
     store.reset();
     state.ResumeTiming();
   }
-  RemoveAll(root);
+  RemoveAll(root).IgnoreError();  // scratch space: best effort
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
 }
 BENCHMARK(BM_PersistDeltaSorted)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -309,7 +309,7 @@ void BM_PersistIncrementalDelta(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   const std::vector<std::string> all = DistinctKeys(1000000);
   const std::string root = ScratchDir() + "/incremental-" + std::to_string(n);
-  RemoveAll(root);
+  RemoveAll(root).IgnoreError();  // scratch space: best effort
   std::unique_ptr<RocksDbStateStore> store;
   Check(RocksDbStateStore::Create(root + "/db", &store), state);
   uint64_t bytes = 0;
@@ -319,7 +319,7 @@ void BM_PersistIncrementalDelta(benchmark::State& state) {
   int i = 0;
   for (auto _ : state) Check(store->PersistAndCheckpoint(*delta, root + "/chk-" + std::to_string(i++), &bytes), state);
   store.reset();
-  RemoveAll(root);
+  RemoveAll(root).IgnoreError();  // scratch space: best effort
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
 }
 BENCHMARK(BM_PersistIncrementalDelta)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -329,7 +329,7 @@ BENCHMARK(BM_PersistIncrementalDelta)->Arg(1000)->Arg(100000)->Unit(benchmark::k
 void BM_Restore1M(benchmark::State& state) {
   const size_t n = 1000000;
   const std::string root = ScratchDir() + "/restore";
-  RemoveAll(root);
+  RemoveAll(root).IgnoreError();  // scratch space: best effort
   const KeyGroupRange all{0, kMaxParallelism - 1};
   {
     std::unique_ptr<RocksDbStateStore> store;
@@ -347,10 +347,10 @@ void BM_Restore1M(benchmark::State& state) {
     if (kv.size() != n) state.SkipWithError("wrong number of restored keys");
     state.PauseTiming();
     store.reset();
-    RemoveAll(root + "/work-" + std::to_string(i - 1));
+    RemoveAll(root + "/work-" + std::to_string(i - 1)).IgnoreError();  // scratch space: best effort
     state.ResumeTiming();
   }
-  RemoveAll(root);
+  RemoveAll(root).IgnoreError();  // scratch space: best effort
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
 }
 BENCHMARK(BM_Restore1M)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -375,6 +375,6 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  cairn::RemoveAll(cairn::ScratchDir());
+  cairn::RemoveAll(cairn::ScratchDir()).IgnoreError();  // scratch space: best effort
   return 0;
 }

@@ -12,7 +12,7 @@
 
 namespace cairn {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk = 0,
@@ -51,6 +51,9 @@ class Status {
   Status WithContext(std::string_view prefix) const;
   // The process exit code for a run that ended with this status: 0, 1 or 2.
   int ExitCode() const;
+  // Drops the status on purpose: a best-effort step whose failure changes nothing (the call
+  // site says why in a comment).
+  void IgnoreError() const {}
 
   Status(const Status& o) : rep_(o.rep_ ? std::make_unique<Rep>(*o.rep_) : nullptr) {}
   Status& operator=(const Status& o) {

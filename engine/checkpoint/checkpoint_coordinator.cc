@@ -1,5 +1,8 @@
 #include "engine/checkpoint/checkpoint_coordinator.h"
 
+#include <cinttypes>
+#include <cstdio>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -81,12 +84,12 @@ void CheckpointCoordinator::SourceFinished(int task) {
 }
 
 std::string CheckpointCoordinator::Describe() const {
-  std::lock_guard<std::mutex> l(describe_mu_);
+  MutexLock l(&describe_mu_);
   return description_;
 }
 
 CheckpointStats CheckpointCoordinator::stats() const {
-  std::lock_guard<std::mutex> l(stats_mu_);
+  MutexLock l(&stats_mu_);
   return stats_;
 }
 
@@ -156,7 +159,7 @@ void CheckpointCoordinator::Loop() {
           if (!p.acked[t]) d += " " + tasks_[t]->name();
         d += "\n";
       }
-      std::lock_guard<std::mutex> l(describe_mu_);
+      MutexLock l(&describe_mu_);
       description_ = std::move(d);
     }
     if (any || events_.size_approx() > 0) {
@@ -194,8 +197,9 @@ void CheckpointCoordinator::OnAck(TaskAck ack) {
   auto it = pending_.find(ack.id);
   if (it == pending_.end()) {
     // A late answer for a checkpoint that failed or was subsumed (a completed one has had all
-    // its answers): what its persister wrote since the failure is garbage.
-    RemoveAll(store_->CheckpointPath(ack.id));
+    // its answers): what its persister wrote since the failure is garbage. Best effort: a
+    // directory without _metadata is never restored, and the next start removes it.
+    RemoveAll(store_->CheckpointPath(ack.id)).IgnoreError();
     return;
   }
   if (!ack.status.ok()) {
@@ -247,7 +251,7 @@ void CheckpointCoordinator::Complete(Pending p) {
   last_end_ = now;
   consecutive_failures_ = 0;
   {
-    std::lock_guard<std::mutex> l(stats_mu_);
+    MutexLock l(&stats_mu_);
     stats_.RecordCompleted(m.id, m.duration_ms, config_.history);
   }
   // Older pending checkpoints are subsumed by this one.
@@ -293,11 +297,17 @@ void CheckpointCoordinator::Discard(CheckpointId id) {
   const std::string meta = MetadataPath(dir);
   if (PathExists(meta)) {
     LogDurabilityEvent("remove", meta);
-    RemoveAll(meta);
-    FsyncDir(dir);
+    Status s = RemoveAll(meta);
+    if (s.ok()) s = FsyncDir(dir);
+    // Whatever is left is still a consistent checkpoint: its _metadata was only written once
+    // every task had acknowledged (a restore from it commits what it owes the sinks).
+    if (!s.ok())
+      fprintf(stderr, "cairn: warning: checkpoint %" PRIu64 " failed but its commit point may remain: %s\n", id,
+              s.message().c_str());
   }
   LogDurabilityEvent("remove", dir);
-  RemoveAll(dir);
+  // Best effort: a directory without _metadata is never restored, and the next start removes it.
+  RemoveAll(dir).IgnoreError();
 }
 
 void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail) {
@@ -308,7 +318,7 @@ void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason
   Discard(id);
   last_end_ = Clock::now();
   {
-    std::lock_guard<std::mutex> l(stats_mu_);
+    MutexLock l(&stats_mu_);
     stats_.failed++;
   }
   ++consecutive_failures_;

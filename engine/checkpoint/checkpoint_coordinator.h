@@ -19,11 +19,11 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/checkpoint/checkpoint_messages.h"
+#include "engine/base/mutex.h"
 #include "engine/base/parker.h"
 #include "engine/checkpoint/checkpoint_config.h"
 #include "state/checkpoint_store.h"
@@ -93,9 +93,9 @@ class CheckpointCoordinator {
   void Acknowledge(TaskAck ack);
   void SourceFinished(int task);
 
-  CheckpointStats stats() const;
+  CheckpointStats stats() const EXCLUDES(stats_mu_);
   // The pending checkpoints and which tasks have answered, for diagnostics (any thread).
-  std::string Describe() const;
+  std::string Describe() const EXCLUDES(describe_mu_);
   bool finished() const { return final_completed_.load(); }
 
  private:
@@ -140,7 +140,7 @@ class CheckpointCoordinator {
   std::atomic<bool> stop_{false};
   std::atomic<bool> final_completed_{false};
 
-  // Coordinator-thread state.
+  // Coordinator-thread state: touched by the coordinator thread only (Loop and what it calls).
   CheckpointId next_id_;
   std::map<CheckpointId, Pending> pending_;
   size_t sources_finished_ = 0;
@@ -150,10 +150,10 @@ class CheckpointCoordinator {
   Clock::time_point last_end_;  // when the last checkpoint completed or failed (checkpoint.min_pause)
   bool terminating_ = false;
 
-  mutable std::mutex describe_mu_;
-  std::string description_;  // guarded by describe_mu_; refreshed by the coordinator thread
-  mutable std::mutex stats_mu_;
-  CheckpointStats stats_;  // guarded by stats_mu_
+  mutable Mutex describe_mu_;
+  std::string description_ GUARDED_BY(describe_mu_);  // refreshed by the coordinator thread
+  mutable Mutex stats_mu_;
+  CheckpointStats stats_ GUARDED_BY(stats_mu_);
 };
 
 }  // namespace cairn

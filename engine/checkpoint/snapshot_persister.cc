@@ -68,15 +68,15 @@ SnapshotPersister::~SnapshotPersister() { Stop(); }
 void SnapshotPersister::Submit(std::unique_ptr<PersistJob> job) {
   Worker* w = workers_[static_cast<size_t>(job->task) % workers_.size()].get();
   {
-    std::lock_guard<std::mutex> l(w->mu);
+    MutexLock l(&w->mu);
     w->queue.push_back(std::move(job));
   }
-  w->cv.notify_one();
+  w->cv.Signal();
 }
 
 void SnapshotPersister::Abort(CheckpointId id) {
   constexpr size_t kMaxAborted = 1024;  // older ids have long been persisted or skipped
-  std::lock_guard<std::mutex> l(aborted_mu_);
+  MutexLock l(&aborted_mu_);
   aborted_.insert(id);
   while (aborted_.size() > kMaxAborted) aborted_.erase(aborted_.begin());
   // Logged once it is in effect: a write logged after this line checked Aborted() before it,
@@ -85,17 +85,17 @@ void SnapshotPersister::Abort(CheckpointId id) {
 }
 
 bool SnapshotPersister::Aborted(CheckpointId id) const {
-  std::lock_guard<std::mutex> l(aborted_mu_);
+  MutexLock l(&aborted_mu_);
   return aborted_.count(id) > 0;
 }
 
 void SnapshotPersister::Stop() {
   for (auto& w : workers_) {
     {
-      std::lock_guard<std::mutex> l(w->mu);
+      MutexLock l(&w->mu);
       w->stop = true;
     }
-    w->cv.notify_one();
+    w->cv.Signal();
   }
   for (auto& w : workers_)
     if (w->thread.joinable()) w->thread.join();
@@ -105,8 +105,8 @@ void SnapshotPersister::Loop(Worker* w) {
   for (;;) {
     std::unique_ptr<PersistJob> job;
     {
-      std::unique_lock<std::mutex> l(w->mu);
-      w->cv.wait(l, [w] { return w->stop || !w->queue.empty(); });
+      MutexLock l(&w->mu);
+      while (!w->stop && w->queue.empty()) w->cv.Wait(&w->mu);
       if (w->queue.empty()) return;
       job = std::move(w->queue.front());
       w->queue.pop_front();

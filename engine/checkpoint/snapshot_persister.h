@@ -8,15 +8,14 @@
 // threads; the callback runs on a persister thread. Stop() drains the queued jobs and joins.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/checkpoint/checkpoint_messages.h"
 
 namespace cairn {
@@ -35,25 +34,27 @@ class SnapshotPersister {
   // (Aborted), which the coordinator ignores. Any thread. Abort does not wait: a write that
   // passed its check just before may still begin (at most one per thread); what it leaves is
   // removed when its job's late answer reaches the coordinator.
-  void Abort(CheckpointId id);
+  void Abort(CheckpointId id) EXCLUDES(aborted_mu_);
 
  private:
   struct Worker {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::unique_ptr<PersistJob>> queue;  // guarded by mu
-    bool stop = false;                              // guarded by mu
+    Mutex mu;
+    CondVar cv;
+    std::deque<std::unique_ptr<PersistJob>> queue GUARDED_BY(mu);
+    bool stop GUARDED_BY(mu) = false;
     std::thread thread;
   };
   void Loop(Worker* w);
   TaskAck Persist(PersistJob& job);
 
-  bool Aborted(CheckpointId id) const;
+  bool Aborted(CheckpointId id) const EXCLUDES(aborted_mu_);
 
-  AckFn ack_;
+  // Constant after construction.
+  const AckFn ack_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  mutable std::mutex aborted_mu_;
-  std::set<CheckpointId> aborted_;  // guarded by aborted_mu_; the newest kMaxAborted ids
+
+  mutable Mutex aborted_mu_;
+  std::set<CheckpointId> aborted_ GUARDED_BY(aborted_mu_);  // the newest kMaxAborted ids
 };
 
 }  // namespace cairn

@@ -394,7 +394,8 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   CAIRN_RETURN_IF_ERROR(CreateDirs(work_dir));
   struct WorkDirCleanup {
     std::string dir;
-    ~WorkDirCleanup() { RemoveAll(dir); }
+    // Best effort: the next start removes the working directories of dead runs.
+    ~WorkDirCleanup() { RemoveAll(dir).IgnoreError(); }
   } work_cleanup{work_dir};
 
   // Keyed state: restore (or create) each keyed subtask's store, all subtasks in parallel
