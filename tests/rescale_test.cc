@@ -130,7 +130,9 @@ void CheckHashRescale(uint32_t old_p, uint32_t new_p) {
         EXPECT_EQ(i, from.i % new_p) << key;
         EXPECT_EQ(c.records.a(r), from.seq);
         auto it = last_seq.find({from.i, from.j});
-        if (it != last_seq.end()) EXPECT_GT(c.records.a(r), it->second);
+        if (it != last_seq.end()) {
+          EXPECT_GT(c.records.a(r), it->second);
+        }
         last_seq[{from.i, from.j}] = c.records.a(r);
         ++total;
       }
@@ -317,7 +319,9 @@ std::multiset<std::string> RunSourceRescaled(const std::string& type, const std:
     const uint32_t phase_p = phases[phase];
     const bool last = phase + 1 == phases.size();
     std::map<uint32_t, std::string> next;
-    if (p != 0) EXPECT_TRUE(RedistributeOperatorState("op", t->state, p, states, phase_p, "chk", &next).ok());
+    if (p != 0) {
+      EXPECT_TRUE(RedistributeOperatorState("op", t->state, p, states, phase_p, "chk", &next).ok());
+    }
     std::map<uint32_t, std::string> snapshots;
     for (uint32_t j = 0; j < phase_p; ++j) {
       auto op = t->create(Config(type, params));
@@ -333,7 +337,9 @@ std::multiset<std::string> RunSourceRescaled(const std::string& type, const std:
         for (size_t i = 0; i < b.size(); ++i) emitted.insert(std::string(b.key(i)));
         if (r == SourceOperator::PollResult::kExhausted) break;
       }
-      if (busy && !last) EXPECT_GT(n, 0u) << type << " subtask " << j << " of " << phase_p;
+      if (busy && !last) {
+        EXPECT_GT(n, 0u) << type << " subtask " << j << " of " << phase_p;
+      }
       OperatorSnapshot snap;
       EXPECT_TRUE(op->SnapshotState(1, &snap).ok());
       snapshots[j] = snap.operator_state;
