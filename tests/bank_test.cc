@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "tests/bank_check.h"
 #include "tests/test_util.h"
 #include "tests/wordcount_check.h"
 
@@ -15,60 +16,6 @@ namespace {
 
 constexpr int64_t kAccounts = 1000;
 constexpr int64_t kInitial = 1000;
-
-int64_t NumberAfter(const std::string& line, const std::string& key) {
-  size_t at = line.find("\"" + key + "\":");
-  if (at == std::string::npos) return 0;
-  return std::stoll(line.substr(at + key.size() + 3));
-}
-
-struct Money {
-  int64_t balances = 0;
-  int64_t in_flight = 0;
-  int64_t accounts = 0;
-};
-
-// Sums a checkpoint's balances and the credits on channels (every channel record that is not a
-// request: requests in flight on requests->accounts channels move no money yet).
-Money CountMoney(const std::string& checkpoint) {
-  RunResult r = RunCairn({"state", "dump", checkpoint, "--json"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  Money m;
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("\"value\":") != std::string::npos) {
-      m.balances += NumberAfter(line, "value");
-      ++m.accounts;
-    } else if (line.find("\"channel\":") != std::string::npos && line.find("\"channel\":\"requests[") == std::string::npos) {
-      m.in_flight += NumberAfter(line, "amount");
-    }
-  }
-  return m;
-}
-
-std::vector<std::string> CheckpointDirs(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::string name = e.path().filename().string();
-    if (name.rfind("chk-", 0) == 0 && std::filesystem::exists(e.path() / "_metadata")) out.push_back(e.path().string());
-  }
-  return out;
-}
-
-// Every completed checkpoint conserves money; returns how many held credits in flight.
-int ExpectMoneyConserved(const std::string& ckdir) {
-  int with_in_flight = 0;
-  std::vector<std::string> dirs = CheckpointDirs(ckdir);
-  EXPECT_FALSE(dirs.empty());
-  for (const std::string& c : dirs) {
-    Money m = CountMoney(c);
-    EXPECT_EQ(m.accounts, kAccounts) << c;
-    EXPECT_EQ(m.balances + m.in_flight, kAccounts * kInitial) << c << ": balances " << m.balances << " + in flight "
-                                                                 << m.in_flight;
-    if (m.in_flight > 0) ++with_in_flight;
-  }
-  return with_in_flight;
-}
 
 std::vector<std::string> BankArgs(const ScratchDir& dir, const std::string& mode, const std::string& interval) {
   return {"run", SourceDir() + "/jobs/bank.yaml", "--quiet",
@@ -112,7 +59,7 @@ void RunToCompletion(const std::string& mode) {
   args.resize(args.size() - 4);  // no operators.requests.count/rate: the file sets them
   RunResult r = RunCairn(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_GT(ExpectMoneyConserved(dir / "ck"), 0) << "no checkpoint caught a credit in flight";
+  EXPECT_GT(ExpectEveryCheckpointConservesMoney(dir / "ck", kAccounts, kInitial), 0) << "no checkpoint caught a credit in flight";
   RunResult ck = RunCairn({"checkpoints", dir / "ck", "--json"});
   EXPECT_NE(ck.out.find("\"channel_state_bytes\":0,\"final\":true"), std::string::npos) << ck.out;
 }
@@ -130,19 +77,12 @@ void RunWithRestores(const std::string& mode) {
   std::vector<std::string> args = BankArgs(dir, mode, "30ms");
   args.push_back("--restore");
   args.push_back("latest");
-  KillPlan plan;
-  plan.kills = 4;
-  plan.seed = std::random_device{}();
-  plan.checkpoint_dir = dir / "ck";
-  plan.max_new_checkpoints = 3;
-  plan.max_extra_ms = 30;
-  plan.killed_run_args = {"--set", "operators.requests.rate=500"};
-  plan.last_run_args = {"--set", "operators.requests.rate=0"};
+  KillPlan plan = PacedKillPlan(4, dir / "ck", 30, {"operators.requests.rate=500"}, {"operators.requests.rate=0"});
   SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
   KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
   EXPECT_EQ(kr.kills, 4);
-  ExpectMoneyConserved(dir / "ck");
+  ExpectEveryCheckpointConservesMoney(dir / "ck", kAccounts, kInitial);
 }
 
 TEST(Bank, MoneyIsConservedAcrossSigkillsAndRestoresAligned) { RunWithRestores("aligned"); }

@@ -48,13 +48,7 @@ void RunUnderKills(const ScratchDir& dir, const std::string& yaml, const Mode& m
     args.push_back("--set");
     args.push_back(s);
   }
-  KillPlan plan;
-  plan.kills = 4;
-  plan.seed = std::random_device{}();
-  plan.checkpoint_dir = dir / "ck";
-  plan.max_extra_ms = 200;
-  for (const std::string& s : paced) plan.killed_run_args.insert(plan.killed_run_args.end(), {"--set", s});
-  for (const std::string& s : unpaced) plan.last_run_args.insert(plan.last_run_args.end(), {"--set", s});
+  KillPlan plan = PacedKillPlan(4, dir / "ck", 200, paced, unpaced);
   SCOPED_TRACE("mode " + mode.name + ", kill seed " + std::to_string(plan.seed));
   KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);

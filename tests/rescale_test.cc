@@ -26,6 +26,7 @@
 #include "engine/runtime/task.h"
 #include "jobs/registry.h"
 #include "state/keyed_state.h"
+#include "tests/bank_check.h"
 #include "tests/test_util.h"
 #include "tests/tree_snapshot.h"
 #include "tests/wordcount_check.h"
@@ -665,53 +666,6 @@ uint64_t KillAfterCheckpoint(const std::vector<std::string>& args, const std::st
   }
 }
 
-struct Money {
-  int64_t balances = 0;
-  int64_t in_flight = 0;
-  std::map<std::string, int> accounts;  // account -> how many subtasks hold it
-};
-
-int64_t NumberAfter(const std::string& line, const std::string& key) {
-  size_t at = line.find("\"" + key + "\":");
-  return at == std::string::npos ? 0 : std::stoll(line.substr(at + key.size() + 3));
-}
-
-std::string StringAfter(const std::string& line, const std::string& key) {
-  size_t at = line.find("\"" + key + "\":\"");
-  if (at == std::string::npos) return "";
-  size_t from = at + key.size() + 4;
-  return line.substr(from, line.find('"', from) - from);
-}
-
-Money CountMoney(const std::string& checkpoint) {
-  RunResult r = RunCairn({"state", "dump", checkpoint, "--json"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  Money m;
-  std::istringstream in(r.out);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("\"value\":") != std::string::npos) {
-      m.balances += NumberAfter(line, "value");
-      ++m.accounts[StringAfter(line, "key")];
-    } else if (line.find("\"channel\":\"accounts[") != std::string::npos) {
-      m.in_flight += NumberAfter(line, "amount");
-    }
-  }
-  return m;
-}
-
-// Every completed checkpoint holds each of the 1000 accounts exactly once and conserves money.
-void ExpectEveryCheckpointConservesMoney(const std::string& ckdir) {
-  std::map<uint64_t, std::string> all = Completed(ckdir);
-  ASSERT_FALSE(all.empty());
-  for (const auto& [id, md] : all) {
-    Money m = CountMoney(ckdir + "/chk-" + std::to_string(id));
-    EXPECT_EQ(m.accounts.size(), 1000u) << "chk-" << id;
-    for (const auto& [account, n] : m.accounts) EXPECT_EQ(n, 1) << "chk-" << id << ": account " << account;
-    EXPECT_EQ(m.balances + m.in_flight, 1000 * 1000) << "chk-" << id << ": balances " << m.balances << " + in flight "
-                                                      << m.in_flight;
-  }
-}
-
 std::vector<std::string> BankArgs(const ScratchDir& dir, const std::string& mode) {
   return {"run", SourceDir() + "/jobs/bank.yaml", "--quiet",
           "--set", "checkpoint.dir=" + dir / "ck",
@@ -748,7 +702,7 @@ void BankRescales(const std::string& mode, const std::string& key = "parallelism
   EXPECT_THAT(Completed(ck)[second], ::testing::HasSubstr("op=accounts index=2 parallelism=3"));
   {
     SCOPED_TRACE("checkpoints up to the second kill");
-    ExpectEveryCheckpointConservesMoney(ck);
+    ExpectEveryCheckpointConservesMoney(ck, 1000, 1000);
   }
   RunResult last = RunCairn(
       With(BankArgs(dir, mode), {"--set", key + "=1", "--set", "operators.requests.rate=0", "--restore",
@@ -756,7 +710,7 @@ void BankRescales(const std::string& mode, const std::string& key = "parallelism
   ASSERT_EQ(last.exit_code, 0) << last.err;
   EXPECT_THAT(last.out, ::testing::HasSubstr("restored from checkpoint " + std::to_string(second)));
   EXPECT_THAT(Completed(ck).rbegin()->second, ::testing::HasSubstr("op=accounts index=0 parallelism=1"));
-  ExpectEveryCheckpointConservesMoney(ck);
+  ExpectEveryCheckpointConservesMoney(ck, 1000, 1000);
 }
 
 TEST(RescaleEndToEnd, BankUnaligned2To3To1ConservesMoneyAndEnds) { BankRescales("unaligned"); }

@@ -53,13 +53,8 @@ void RunScenario(const Scenario& sc) {
   // queue up before it (barriers overtake them). The backlog stays small: a restored run
   // processes its channel state before it can take a checkpoint, and a full channel (about
   // 130000 records per subtask) would take the throttle long to drain. The last run is unpaced.
-  KillPlan plan;
-  plan.kills = 5;
-  plan.seed = std::random_device{}();
-  plan.checkpoint_dir = dir / "ck";
-  plan.max_extra_ms = 100;
-  plan.killed_run_args = {"--set", "operators.source.rate=1000", "--set", "operators.throttle.rate=8000"};
-  plan.last_run_args = {"--set", "operators.source.rate=0", "--set", "operators.throttle.rate=1000000"};
+  KillPlan plan = PacedKillPlan(5, dir / "ck", 100, {"operators.source.rate=1000", "operators.throttle.rate=8000"},
+                                {"operators.source.rate=0", "operators.throttle.rate=1000000"});
   plan.list_checkpoints = true;
   SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
   KillRun kr = RunWithKills(args, dir.path(), plan);
@@ -102,13 +97,7 @@ TEST(AtLeastOnce, SigkillsThenRestoreLoseNothing) {
                                    "--set", "checkpoint.interval=50ms"};
   // Four SIGKILLs after 1-3 new checkpoints each, the killed runs paced at 250 lines/s per
   // subtask (80 s for the input), the last one unpaced.
-  KillPlan plan;
-  plan.kills = 4;
-  plan.seed = std::random_device{}();
-  plan.checkpoint_dir = dir / "ck";
-  plan.max_extra_ms = 50;
-  plan.killed_run_args = {"--set", "operators.source.rate=250"};
-  plan.last_run_args = {"--set", "operators.source.rate=0"};
+  KillPlan plan = PacedKillPlan(4, dir / "ck", 50, {"operators.source.rate=250"}, {"operators.source.rate=0"});
   SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
   KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);

@@ -89,6 +89,18 @@ uint64_t NewestCompletedCheckpoint(const std::string& dir) {
   return newest;
 }
 
+KillPlan PacedKillPlan(int kills, const std::string& checkpoint_dir, int max_extra_ms,
+                       const std::vector<std::string>& paced, const std::vector<std::string>& unpaced) {
+  KillPlan plan;
+  plan.kills = kills;
+  plan.seed = std::random_device{}();
+  plan.checkpoint_dir = checkpoint_dir;
+  plan.max_extra_ms = max_extra_ms;
+  for (const std::string& s : paced) plan.killed_run_args.insert(plan.killed_run_args.end(), {"--set", s});
+  for (const std::string& s : unpaced) plan.last_run_args.insert(plan.last_run_args.end(), {"--set", s});
+  return plan;
+}
+
 KillRun RunWithKills(const std::vector<std::string>& args, const std::string& logs, const KillPlan& plan) {
   std::mt19937 rng(plan.seed);
   KillRun kr;

@@ -48,6 +48,12 @@ struct KillPlan {
   bool list_checkpoints = false;  // fill KillRun::checkpoint_lines after every run
 };
 
+// A plan of `kills` kills after 1..3 new checkpoints each plus 0..max_extra_ms, with a random
+// seed (put it in a SCOPED_TRACE): the killed runs get `--set` of each of `paced`, the last run
+// each of `unpaced`.
+KillPlan PacedKillPlan(int kills, const std::string& checkpoint_dir, int max_extra_ms,
+                       const std::vector<std::string>& paced, const std::vector<std::string>& unpaced);
+
 // Runs `cairn args...` `plan.kills` times, each killed as the plan says (each restores the
 // previous one's latest checkpoint when args hold `--restore latest`; a run before any
 // checkpoint completed starts without it, see ResumeArgs), then once more to the end. A killed

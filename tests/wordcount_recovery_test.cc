@@ -22,13 +22,7 @@ TEST(WordCountRecovery, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
                                    "--set", "checkpoint.interval=50ms"};
   // Six SIGKILLs after 1-3 new checkpoints each; the killed runs read 250 lines/s per subtask
   // (400 s for the input), so none can finish before its kill; the last run reads unpaced.
-  KillPlan plan;
-  plan.kills = 6;
-  plan.seed = std::random_device{}();
-  plan.checkpoint_dir = dir / "ck";
-  plan.max_extra_ms = 50;
-  plan.killed_run_args = {"--set", "operators.source.rate=250"};
-  plan.last_run_args = {"--set", "operators.source.rate=0"};
+  KillPlan plan = PacedKillPlan(6, dir / "ck", 50, {"operators.source.rate=250"}, {"operators.source.rate=0"});
   SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
   KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);

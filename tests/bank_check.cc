@@ -1,0 +1,62 @@
+#include "tests/bank_check.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "tests/test_util.h"
+
+namespace cairn::testing {
+namespace {
+
+int64_t NumberAfter(const std::string& line, const std::string& key) {
+  size_t at = line.find("\"" + key + "\":");
+  return at == std::string::npos ? 0 : std::stoll(line.substr(at + key.size() + 3));
+}
+
+std::string StringAfter(const std::string& line, const std::string& key) {
+  size_t at = line.find("\"" + key + "\":\"");
+  if (at == std::string::npos) return "";
+  size_t from = at + key.size() + 4;
+  return line.substr(from, line.find('"', from) - from);
+}
+
+}  // namespace
+
+BankMoney CountBankMoney(const std::string& checkpoint) {
+  RunResult r = RunCairn({"state", "dump", checkpoint, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  BankMoney m;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"value\":") != std::string::npos) {
+      m.balances += NumberAfter(line, "value");
+      ++m.accounts[StringAfter(line, "key")];
+    } else if (line.find("\"channel\":") != std::string::npos &&
+               line.find("\"channel\":\"requests[") == std::string::npos) {
+      m.in_flight += NumberAfter(line, "amount");
+    }
+  }
+  return m;
+}
+
+int ExpectEveryCheckpointConservesMoney(const std::string& ckdir, int64_t accounts, int64_t initial_balance) {
+  int with_in_flight = 0;
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(ckdir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("chk-", 0) != 0 || !std::filesystem::exists(e.path() / "_metadata")) continue;
+    ++checked;
+    BankMoney m = CountBankMoney(e.path().string());
+    EXPECT_EQ(static_cast<int64_t>(m.accounts.size()), accounts) << name;
+    for (const auto& [account, n] : m.accounts) EXPECT_EQ(n, 1) << name << ": account " << account;
+    EXPECT_EQ(m.balances + m.in_flight, accounts * initial_balance)
+        << name << ": balances " << m.balances << " + in flight " << m.in_flight;
+    if (m.in_flight > 0) ++with_in_flight;
+  }
+  EXPECT_GT(checked, 0) << "no completed checkpoint in " << ckdir;
+  return with_in_flight;
+}
+
+}  // namespace cairn::testing
