@@ -1,7 +1,7 @@
 // Specification of InputGate: how channel elements become task events, and the aligned barrier
 // protocol (a channel that delivered barrier n is not read until barrier n arrived on every
 // open channel).
-#include "engine/dataflow/input_gate.h"
+#include "engine/checkpoint/checkpointed_input_gate.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -78,14 +78,14 @@ class GateFixture {
     }
   }
 
-  InputGate& gate() { return gate_; }
+  CheckpointedInputGate& gate() { return gate_; }
   Channel& channel(size_t i) { return *channels_[i]; }
 
  private:
   Parker producer_;
   Parker consumer_;
   std::vector<std::unique_ptr<Channel>> channels_;
-  InputGate gate_;
+  CheckpointedInputGate gate_;
 };
 
 using ::testing::ElementsAre;
@@ -348,7 +348,7 @@ class FeedbackGate : public BacklogListener {
   Parker consumer_;
   Channel regular_;
   Channel feedback_;
-  InputGate gate_;
+  CheckpointedInputGate gate_;
 };
 
 TEST(InputGateTest, FeedbackRecordingWithinTheBacklogLimitCompletesTheChannelState) {
