@@ -68,7 +68,7 @@ class BarrierHandlerState {
   // A priority event of channel `slot`: an announcement or an unaligned barrier.
   virtual std::unique_ptr<BarrierHandlerState> OnPriorityEvent(BarrierHandlerController& c, size_t slot,
                                                                const PriorityEvent& e) = 0;
-  // A regular channel ended its stream: it sends no barrier any more.
+  // A channel ended its stream: it sends no barrier any more (OpenChannels may have dropped).
   virtual std::unique_ptr<BarrierHandlerState> OnChannelEnded(BarrierHandlerController& c) = 0;
   // Time passed: the aligned timeout may have come.
   virtual std::unique_ptr<BarrierHandlerState> OnTimer(BarrierHandlerController& c) = 0;

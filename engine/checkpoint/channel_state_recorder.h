@@ -3,8 +3,8 @@
 // channel, the records that were sent before that channel's barrier but processed after the
 // snapshot (positions [start, end) of the channel, start being the channel's consumed position at
 // the snapshot and end the position of its barrier, once known). Flink calls this the
-// ChannelStateWriter; aligned checkpoints without feedback channels have nothing in flight and
-// use none (NoChannelState()).
+// ChannelStateWriter. An aligned checkpoint without open feedback channels has nothing in flight
+// across its cut and starts no recording (the task persists it at once).
 //
 // A recording copies what the task processes (OnProcessed) and reads the channel ahead up to the
 // barrier's position (InputGate::ReadAhead), so that it completes without waiting for the task to
