@@ -35,7 +35,7 @@ namespace cairn {
 struct GateInput {
   Channel* channel;
   int input_index;        // which of the head operator's logical inputs this channel feeds
-  bool feedback = false;  // closes a cycle: no barrier is waited for on it (see below)
+  bool feedback = false;  // closes a cycle: not counted for end of input/stream or as open
 };
 
 class InputGate {
