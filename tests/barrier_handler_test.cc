@@ -188,6 +188,15 @@ TEST(BarrierHandlerStateTest, AnnouncementOfTheCheckpointBeingAlignedIsRecorded)
   EXPECT_NE(m.collecting(), nullptr);
 }
 
+TEST(SubtaskCheckpointModeTest, NamesAreTheMetadataModes) {
+  EXPECT_STREQ(SubtaskCheckpointModeName(SubtaskCheckpointMode::kAligned), "aligned");
+  EXPECT_STREQ(SubtaskCheckpointModeName(SubtaskCheckpointMode::kUnaligned), "unaligned");
+  EXPECT_STREQ(SubtaskCheckpointModeName(SubtaskCheckpointMode::kAlignedThenUnaligned), "aligned->unaligned");
+  EXPECT_STREQ(SubtaskCheckpointModeName(SubtaskCheckpointMode::kAtLeastOnce), "at_least_once");
+  EXPECT_TRUE(IsUnaligned(SubtaskCheckpointMode::kAlignedThenUnaligned));
+  EXPECT_FALSE(IsUnaligned(TakenAs(CheckpointMode::kAtLeastOnce)));
+}
+
 TEST(CheckpointBarrierTrackerTest, CompletesWhenEveryOpenChannelDeliveredTheBarrier) {
   CheckpointBarrierTracker t;
   Barrier b = BarrierOf(1);
