@@ -1,7 +1,7 @@
 // Specification of InputGate: how channel elements become task events, and the aligned barrier
 // protocol (a channel that delivered barrier n is not read until barrier n arrived on every
 // open channel).
-#include "engine/dataflow/input_gate.h"
+#include "engine/checkpoint/checkpointed_input_gate.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -78,14 +78,14 @@ class GateFixture {
     }
   }
 
-  InputGate& gate() { return gate_; }
+  CheckpointedInputGate& gate() { return gate_; }
   Channel& channel(size_t i) { return *channels_[i]; }
 
  private:
   Parker producer_;
   Parker consumer_;
   std::vector<std::unique_ptr<Channel>> channels_;
-  InputGate gate_;
+  CheckpointedInputGate gate_;
 };
 
 using ::testing::ElementsAre;
@@ -348,7 +348,7 @@ class FeedbackGate : public BacklogListener {
   Parker consumer_;
   Channel regular_;
   Channel feedback_;
-  InputGate gate_;
+  CheckpointedInputGate gate_;
 };
 
 TEST(InputGateTest, FeedbackRecordingWithinTheBacklogLimitCompletesTheChannelState) {
@@ -379,6 +379,110 @@ TEST(InputGateTest, FeedbackRecordingPastTheBacklogLimitIsReportedOnceNamingTheE
   f.Records(f.feedback(), 2);
   f.Drain();
   EXPECT_EQ(f.reports.size(), 1u) << "reported once";
+}
+
+// ---- InputGate alone: reading, and the narrow interface the barrier handler uses ----------
+
+// Reads one scan of `gate`, naming each element read: "batch@<slot>", "barrier:<id>@<slot>",
+// "end-of-input", "channel-end-of-input@<slot>", "end-of-stream@<slot>". A batch is handed on.
+std::vector<std::string> ReadScan(InputGate& gate) {
+  std::vector<std::string> out;
+  InputGate::Scan scan = gate.BeginScan();
+  size_t slot = 0;
+  Barrier b;
+  for (;;) {
+    InputGate::Read r = gate.ReadNext(&scan, &slot, &b);
+    const std::string at = "@" + std::to_string(slot);
+    switch (r) {
+      case InputGate::Read::kDone: return out;
+      case InputGate::Read::kBatch: {
+        std::unique_ptr<RecordBatch> batch = gate.TakeStash();
+        gate.MarkProcessed(slot, *batch, 0, batch->size());
+        out.push_back("batch" + at);
+        break;
+      }
+      case InputGate::Read::kBarrier: out.push_back("barrier:" + std::to_string(b.id) + at); break;
+      case InputGate::Read::kEndOfInput: out.push_back("end-of-input"); break;
+      case InputGate::Read::kChannelEndOfInput: out.push_back("channel-end-of-input" + at); break;
+      case InputGate::Read::kChannelEndOfStream: out.push_back("end-of-stream" + at); break;
+    }
+  }
+}
+
+TEST(InputGateReadingTest, ABlockedChannelIsNotReadUntilUnblocked) {
+  Parker producer, consumer;
+  Channel a("up[0]->down[0]", 64, &producer, &consumer), b("up[1]->down[0]", 64, &producer, &consumer);
+  InputGate gate;
+  gate.AddInput(GateInput{&a, 0});
+  gate.AddInput(GateInput{&b, 0});
+  ASSERT_TRUE(a.Push(StreamElement::OfBarrier(Barrier{})));
+  ASSERT_TRUE(b.Push(StreamElement::EndOfInput()));
+  gate.Block(0);
+  EXPECT_THAT(ReadScan(gate), ElementsAre("channel-end-of-input@1"));
+  gate.UnblockAll();
+  EXPECT_THAT(ReadScan(gate), ElementsAre("barrier:0@0"));
+}
+
+TEST(InputGateReadingTest, ReadAheadVisitsWhatIsNotProcessedThenReadsTheQueueUpToThePosition) {
+  Parker producer, consumer;
+  Channel a("up[0]->down[0]", 64, &producer, &consumer);
+  InputGate gate;
+  gate.AddInput(GateInput{&a, 0});
+  for (const char* k : {"r0", "r1", "r2"}) {
+    auto batch = std::make_unique<RecordBatch>();
+    batch->Add(k);
+    ASSERT_TRUE(a.Push(StreamElement::OfBatch(std::move(batch))));
+  }
+  std::vector<std::string> seen;
+  auto visit = [&](const RecordBatch& b, uint64_t pos, size_t first, size_t rows) {
+    seen.push_back(std::string(b.key(first)) + "@" + std::to_string(pos));
+  };
+  gate.ReadAhead(0, 2, visit);
+  EXPECT_THAT(seen, ElementsAre("r0@0", "r1@1"));
+  EXPECT_EQ(gate.received(0), 2u);
+  EXPECT_EQ(gate.consumed(0), 0u);
+  seen.clear();
+  gate.ReadAhead(0, 2, visit);  // what was read ahead is visited again, nothing more is read
+  EXPECT_THAT(seen, ElementsAre("r0@0", "r1@1"));
+  EXPECT_THAT(ReadScan(gate), ElementsAre("batch@0"));
+  EXPECT_EQ(gate.consumed(0), 1u);
+}
+
+TEST(InputGateReadingTest, PriorityPositionsCountTheRestoredRecordsFirst) {
+  Parker producer, consumer;
+  Channel a("up[0]->down[0]", 64, &producer, &consumer);
+  InputGate gate;
+  gate.AddInput(GateInput{&a, 0});
+  RecordBatch restored;
+  restored.Add("x");
+  restored.Add("y");
+  gate.AddRestored(0, std::move(restored));
+  PriorityEvent e;
+  e.position = 5;
+  a.PushPriority(e);
+  PriorityEvent got;
+  ASSERT_TRUE(gate.PopPriority(0, &got));
+  EXPECT_EQ(got.position, 7u);
+}
+
+TEST(InputGateReadingTest, FeedbackChannelsAreNotOpenAndDoNotEndTheInput) {
+  Parker producer, consumer;
+  Channel a("up[0]->down[0]", 64, &producer, &consumer), f("down[0]->down[0]", 64, &producer, &consumer, true);
+  InputGate gate;
+  gate.AddInput(GateInput{&a, 0});
+  gate.AddInput(GateInput{&f, 1, true});
+  EXPECT_EQ(gate.OpenChannels(), 1u);
+  ASSERT_TRUE(f.Push(StreamElement::EndOfInput()));
+  ASSERT_TRUE(f.Push(StreamElement::EndOfStream()));
+  ASSERT_TRUE(a.Push(StreamElement::EndOfInput()));
+  ASSERT_TRUE(a.Push(StreamElement::EndOfStream()));
+  std::vector<std::string> read = ReadScan(gate);
+  std::vector<std::string> more = ReadScan(gate);
+  read.insert(read.end(), more.begin(), more.end());
+  EXPECT_THAT(read, UnorderedElementsAre("channel-end-of-input@1", "end-of-stream@1", "end-of-input", "end-of-stream@0"));
+  EXPECT_EQ(gate.OpenChannels(), 0u);
+  EXPECT_TRUE(gate.TakeEndOfStream());
+  EXPECT_FALSE(gate.TakeEndOfStream()) << "once";
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "engine/dataflow/channel.h"
-#include "engine/dataflow/input_gate.h"
+#include "engine/checkpoint/checkpointed_input_gate.h"
 #include "engine/base/key_groups.h"
 #include "engine/base/parker.h"
 #include "engine/runtime/state_redistribution.h"
@@ -593,7 +593,7 @@ TEST(KeyGroupCheckTest, TaskFailsWhenItsKeyedOperatorGetsARecordOutsideItsKeyGro
 TEST(RestoredFirstTest, GateDeliversEveryChannelsRestoredRecordsBeforeNewData) {
   Parker producer, consumer;
   Channel a("up[0]->down[0]", 64, &producer, &consumer), b("up[1]->down[0]", 64, &producer, &consumer);
-  InputGate gate;
+  CheckpointedInputGate gate;
   gate.AddInput(GateInput{&a, 0});
   gate.AddInput(GateInput{&b, 0});
   auto batch = [](std::string_view k) {

@@ -189,6 +189,7 @@ void CheckpointCoordinator::Trigger(bool final_candidate) {
     b.mode = CheckpointMode::kAligned;
     b.aligned_timeout_ms = 0;
   }
+  p.mode = TakenAs(b.mode);
   pending_.emplace(p.id, std::move(p));
   for (CheckpointParticipant* s : sources_) s->TriggerCheckpoint(b);
 }
@@ -207,7 +208,7 @@ void CheckpointCoordinator::OnAck(TaskAck ack) {
     return;
   }
   Pending& p = it->second;
-  p.switched |= ack.switched;
+  if (ack.mode == SubtaskCheckpointMode::kAlignedThenUnaligned) p.mode = ack.mode;
   if (ack.task >= 0 && static_cast<size_t>(ack.task) < p.acked.size()) p.acked[ack.task] = true;
   for (auto& h : ack.handles) p.handles.push_back(std::move(h));
   if (++p.acks < tasks_.size()) return;
@@ -221,8 +222,7 @@ void CheckpointCoordinator::Complete(Pending p) {
   m.id = p.id;
   m.job_name = job_name_;
   m.trigger_time_ms = p.trigger_wall_ms;
-  m.mode = p.switched ? "aligned->unaligned"
-                      : CheckpointModeName(p.final_candidate ? CheckpointMode::kAligned : config_.mode);
+  m.mode = SubtaskCheckpointModeName(p.mode);
   m.max_parallelism = max_parallelism_;
   m.sources_finished = p.final_candidate;
   std::sort(p.handles.begin(), p.handles.end(), [](const SubtaskStateHandle& a, const SubtaskStateHandle& b) {

@@ -107,7 +107,8 @@ class CheckpointCoordinator {
     bool final_candidate;
     size_t acks = 0;
     std::vector<bool> acked;  // by task index
-    bool switched = false;  // some task switched this aligned checkpoint to unaligned
+    // How it was taken: as triggered, or kAlignedThenUnaligned once any task switched it.
+    SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;
     std::vector<SubtaskStateHandle> handles;
   };
   struct Event {

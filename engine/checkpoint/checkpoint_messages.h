@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/dataflow/input_gate.h"
+#include "engine/checkpoint/channel_state_recorder.h"
+#include "engine/checkpoint/subtask_checkpoint_mode.h"
 #include "engine/base/key_groups.h"
 #include "engine/base/status.h"
 #include "engine/dataflow/stream_element.h"
@@ -44,7 +45,7 @@ struct PersistJob {
   int64_t alignment_ms = 0;
   int64_t sync_ms = 0;
   std::vector<SnapshotPart> parts;        // parts[0] is the chain head
-  bool switched = false;                  // an aligned checkpoint switched to unaligned here
+  SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;  // how this subtask took it
   std::unique_ptr<ChannelStateRecords> channel_state;  // unaligned: the head's input channels
 };
 
@@ -67,7 +68,7 @@ struct TaskAck {
   int task = 0;
   Status status;
   std::vector<SubtaskStateHandle> handles;
-  bool switched = false;
+  SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;  // how this subtask took it
 };
 
 }  // namespace cairn

@@ -208,7 +208,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       }
     }
   }
-  ack.switched = job.switched;
+  ack.mode = job.mode;
   int64_t async_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (ack.status.ok()) {

@@ -1,38 +1,29 @@
-// InputGate is where records enter a task: it reads the task's input channels fairly and runs
-// the checkpoint barrier protocol on them (the barrier handler), turning channel elements into
-// task events: a batch to process, a checkpoint to take, a channel state that is complete, the
-// end of input, the end of stream.
+// InputGate is where records enter a task: it reads the task's input channels fairly (round
+// robin), restored records first, and counts the end of input and the end of stream. It knows
+// nothing of checkpoint modes: the barrier handler (engine/checkpoint/barrier_handler.h) decides
+// what a barrier means and acts on the gate through the narrow interface below (block a channel,
+// read a channel ahead up to a position, the channel positions).
 //
-// Barrier handling, per checkpoint mode (see docs/checkpoints.md):
-// - aligned (Flink ABS, exactly-once): after barrier n arrives on a channel, that channel is
-//   blocked until barrier n arrived on every open channel; then the checkpoint is taken. With
-//   an aligned timeout, producers also announce each barrier on the priority lane; once the
-//   checkpoint is older than the timeout, the gate switches it to unaligned (below).
-// - unaligned (Chandy–Lamport with overtaking markers): the first barrier of checkpoint n, on
-//   the priority lane, triggers the snapshot at once; then, on every channel, the records that
-//   were sent before that channel's barrier but not processed at the snapshot are copied into
-//   the checkpoint's channel state, and processed normally afterwards. Once a channel's barrier
-//   position is known, the gate reads the channel ahead up to it (into a per-channel overflow
-//   that Poll reads first), so the channel state is complete without waiting for the task to
-//   work through the backlog: that is what makes unaligned checkpoints fast under backpressure.
-// - at least once: nothing is blocked; the checkpoint is taken when barrier n arrived on every
-//   open channel. Records after an early barrier are in the state and may be replayed.
-// A priority event is always looked at before the data it overtook is processed: after every
-// pop from a channel, that channel's priority lane is drained first.
-// Feedback channels (cycles): aligned and at-least-once checkpoints do not wait for the barrier
-// on them (it can only come around after this task forwarded it). A feedback channel that
-// delivers the barrier before this task's snapshot is blocked until the snapshot; one that did
-// not is recorded after the snapshot until its barrier arrives (the marker-receiving rule of
-// Chandy–Lamport). End of input and end of stream are counted on the other channels only.
-// Such a recording is bounded like the channel's queue: past the channel's backlog limit
-// (checkpoint.max_feedback_backlog) the channel's BacklogListener is told, and the job fails.
+// Positions: every channel counts the records it delivered, in one numbering that starts with the
+// restored records (if any) and continues with what the producer sends. consumed(ch) is what the
+// task processed (MarkProcessed), received(ch) what was taken off the channel's queue (into the
+// task, the stash or the overflow). Priority events are handed out in this numbering.
 //
-// Contract: used by the task thread only; Poll and PollPriority never block.
+// Reading: a scan (BeginScan, then ReadNext until it reports kDone) visits the readable channels
+// once each, in round-robin order, and takes one element from each until one needs the caller:
+// a batch (held in the stash until TakeStash, so that the caller can first drain that channel's
+// priority lane: a priority event is always looked at before the data it overtook), a barrier, the
+// end of input of every channel, or a channel's end of stream. A channel is readable unless it is
+// blocked or ended its stream; while restored records wait on some channel, only such channels
+// are read. Feedback channels (they close a cycle) do not count towards the end of input or end
+// of stream, nor as open channels.
+//
+// Contract: used by the task thread only; nothing here blocks. Channels are owned by the runner
+// and outlive the gate.
 #pragma once
 
-#include <chrono>
 #include <deque>
-#include <map>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,113 +35,96 @@ namespace cairn {
 struct GateInput {
   Channel* channel;
   int input_index;        // which of the head operator's logical inputs this channel feeds
-  bool feedback = false;  // closes a cycle: no barrier is waited for on it (see below)
-};
-
-// The in-flight records of one checkpoint, per input channel (gate order).
-struct ChannelStateRecords {
-  CheckpointId id = 0;
-  std::vector<std::string> channel_names;
-  std::vector<Schema> schemas;
-  std::vector<RecordBatch> records;
-};
-
-struct GateEvent {
-  enum class Kind { kNone, kBatch, kCheckpoint, kChannelStateDone, kEndOfInput, kEndOfStream };
-  Kind kind = Kind::kNone;
-  int input_index = 0;                 // kBatch
-  size_t slot = 0;                     // kBatch: the channel's index in the gate
-  Channel* channel = nullptr;          // kBatch: where to recycle the batch
-  std::unique_ptr<RecordBatch> batch;  // kBatch
-  Barrier barrier;                     // kCheckpoint
-  int64_t alignment_ms = 0;            // kCheckpoint: first barrier to snapshot
-  bool unaligned = false;              // kCheckpoint: channel state follows (kChannelStateDone)
-  bool switched = false;               // kCheckpoint: an aligned checkpoint switched to unaligned
-  bool channel_state_pending = false;  // kCheckpoint: a kChannelStateDone for it will follow
-  std::unique_ptr<ChannelStateRecords> channel_state;  // kChannelStateDone
+  bool feedback = false;  // closes a cycle: not counted for end of input/stream or as open
 };
 
 class InputGate {
  public:
-  using Clock = std::chrono::steady_clock;
+  // What ReadNext took off a channel.
+  enum class Read {
+    kDone,             // the scan is over: no readable channel had anything
+    kBatch,            // a batch, now in the stash (TakeStash)
+    kBarrier,          // a barrier from the data lane
+    kEndOfInput,       // the last regular channel's end of input (reported once)
+    kChannelEndOfInput,   // one channel's end of input (not the last)
+    kChannelEndOfStream,  // one channel's end of stream: it is read no more
+  };
+  // One round-robin pass over the channels.
+  struct Scan {
+    size_t first = 0;
+    size_t k = 0;
+  };
+  // Visits records taken off a channel but not processed yet: rows [first_row, first_row + rows)
+  // of `batch`, which lie at channel positions [position, position + rows).
+  using RecordVisitor =
+      std::function<void(const RecordBatch& batch, uint64_t position, size_t first_row, size_t rows)>;
+
   InputGate() = default;
   // Before the task starts.
   void AddInput(GateInput in);
-
-  // The next event, or kNone when nothing is ready now.
-  GateEvent Poll();
   // Restore: `records` were in flight on channel `slot` when the restored checkpoint was taken.
-  // They are read before anything the channel brings now, and count as part of the channel,
-  // so a checkpoint taken while they are replayed records what is left of them. Before Poll.
-  // Until every channel's restored records have been delivered, Poll delivers no new data
-  // (from any channel): after a rescale, records of one key may have been recorded on another
-  // channel than the one that now brings that key's new records, and must come first.
+  // They are read before anything the channel brings now, and count as part of the channel.
+  // Until every channel's restored records have been delivered, no new data is read (from any
+  // channel): after a rescale, records of one key may have been recorded on another channel than
+  // the one that now brings that key's new records, and must come first. Before reading.
   void AddRestored(size_t slot, RecordBatch records);
+
+  // Reading.
+  Scan BeginScan() const { return Scan{next_, 0}; }
+  // The next element of the scan (see the file comment); *slot is its channel, *barrier the
+  // barrier when kBarrier.
+  Read ReadNext(Scan* scan, size_t* slot, Barrier* barrier);
+  // True while a batch read by ReadNext waits in the stash.
+  bool has_stash() const { return stash_ != nullptr; }
+  size_t stash_slot() const { return stash_slot_; }
+  // Hands the stashed batch to the task: it is the batch in progress until MarkProcessed covered it.
+  std::unique_ptr<RecordBatch> TakeStash();
+  // Takes the next event off channel `slot`'s priority lane, its position in the gate's numbering.
+  bool PopPriority(size_t slot, PriorityEvent* e);
   // The task calls this right before it processes rows [begin, end) of a batch from `slot`:
-  // they count as consumed, and are copied into the channel state of any checkpoint that was
-  // taken after they were sent but before they were processed.
+  // they count as consumed.
   void MarkProcessed(size_t slot, const RecordBatch& batch, size_t begin, size_t end);
-  // Only what the priority lanes and timers produce (kCheckpoint, kChannelStateDone): for a
-  // task that cannot take data now (blocked on output, or throttled).
-  GateEvent PollPriority();
+  // True once, when every regular channel ended its stream.
+  bool TakeEndOfStream();
+
+  // For the barrier handler.
+  void Block(size_t slot) { state_[slot].blocked = true; }
+  void UnblockAll();
+  // Visits, in channel order from position consumed(slot), every record of channel `slot` taken
+  // off its queue but not processed (the batch in progress, the stash, the overflow), then reads
+  // the channel's queue ahead into the overflow while received(slot) < `end`, visiting each batch
+  // read. Asks the producer for the records before `end` (Channel::WantUpTo).
+  void ReadAhead(size_t slot, uint64_t end, const RecordVisitor& visit);
+  uint64_t consumed(size_t slot) const { return state_[slot].consumed; }
+  uint64_t received(size_t slot) const { return state_[slot].received; }
+  bool feedback(size_t slot) const { return inputs_[slot].feedback; }
+  bool end_of_stream(size_t slot) const { return state_[slot].end_of_stream; }
+  // Channels that are not feedback channels and have not ended their stream.
+  size_t OpenChannels() const { return regular_ - ended_stream_; }
+
+  size_t size() const { return inputs_.size(); }
   bool empty() const { return inputs_.empty(); }
-  // True when Poll may have something: data on a readable channel, a priority event, a stash.
-  bool HasWork() const;
-  // True when a priority event or an overtaken event waits (what PollPriority would look at).
-  bool HasPriorityWork() const;
-  // When a pending aligned checkpoint would time out (time_point::max() when none).
-  Clock::time_point NextDeadline() const;
   const std::vector<GateInput>& inputs() const { return inputs_; }
-  // One line per channel and pending checkpoint, for `kill -USR1` diagnostics.
+  // True when a read may find something: a stashed batch, a priority event, data on a readable
+  // channel.
+  bool HasWork() const;
+  // True when a priority event waits on some channel.
+  bool HasPriorityWork() const;
+  // One line per channel, for `kill -USR1` diagnostics.
   std::string Describe() const;
 
  private:
   struct ChannelState {
-    bool blocked = false;  // aligned: barrier of the aligning checkpoint received
+    bool blocked = false;
     bool end_of_input = false;
     bool end_of_stream = false;
     uint64_t consumed = 0;              // records processed by the task (MarkProcessed)
     uint64_t received = 0;              // records taken off the channel's queue
     uint64_t restored = 0;              // restored records ahead of the producer's position 0
     bool restored_pending = false;      // the restored records are still at the overflow's front
-    CheckpointId barrier_done = 0;      // highest checkpoint whose barrier this channel delivered
     std::deque<StreamElement> overflow; // taken off the queue ahead of time; read before it
   };
-  // One checkpoint this task has taken and is still recording channel state for.
-  struct Recording {
-    std::unique_ptr<ChannelStateRecords> records;
-    std::vector<uint64_t> start;   // channel position at the snapshot
-    std::vector<uint64_t> end;     // position of the channel's barrier; kUnknown until it is known
-    std::vector<uint64_t> copied;  // records below this position are copied (or not needed)
-  };
-  static constexpr uint64_t kUnknown = ~0ull;
-
-  GateEvent TakeStash();
-  GateEvent DrainPriority(size_t ch);
-  GateEvent OnDataBarrier(size_t ch, const Barrier& b);
-  GateEvent OnPriority(size_t ch, const PriorityEvent& e);
-  GateEvent CheckTimeout();
-  GateEvent StartAligned(const Barrier& b);
-  GateEvent SnapshotUnaligned(const Barrier& b, bool switched);
-  GateEvent CompleteAligned();
-  void SetEnd(size_t ch, CheckpointId id, uint64_t end);
-  GateEvent FinishedRecording();
-  GateEvent Deliver(size_t ch, std::unique_ptr<RecordBatch> b);
   bool PopElement(size_t ch, StreamElement* e);
-  // Copies what is known to lie in [copied, end) of a channel, reading the channel ahead.
-  void Advance(Recording& r, size_t ch);
-  void AdvanceAll();
-  static void CopyRange(const RecordBatch& b, uint64_t first_pos, size_t first_row, size_t rows, Recording& r,
-                        size_t ch);
-  // Channels that are not feedback channels and have not ended.
-  size_t OpenChannels() const { return regular_ - ended_stream_; }
-  // A recording of checkpoint `id` starting at every channel's position, all ends unknown.
-  Recording NewRecording(CheckpointId id) const;
-  // After a snapshot: a recording for the feedback channels whose barrier has not come yet.
-  bool RecordFeedback(const Barrier& b);
-  // Tells the channel's BacklogListener (once) when recording `id` holds more of feedback
-  // channel `ch`'s records than the channel's backlog limit.
-  void CheckRecordingBound(CheckpointId id, const Recording& r, size_t ch);
 
   std::vector<GateInput> inputs_;
   std::deque<ChannelState> state_;  // a deque: ChannelState is not copyable
@@ -166,26 +140,9 @@ class InputGate {
   const RecordBatch* in_progress_ = nullptr;
   size_t in_progress_slot_ = 0;
   size_t in_progress_offset_ = 0;
-  // A popped batch held back while an event that precedes it is reported.
-  bool has_stash_ = false;
-  size_t stash_channel_ = 0;
+  // A popped batch held back while the events that precede it are reported.
   std::unique_ptr<RecordBatch> stash_;
-  // A priority event taken off its lane but not handled yet (an older checkpoint came first).
-  bool has_priority_stash_ = false;
-  size_t priority_stash_channel_ = 0;
-  PriorityEvent priority_stash_;
-
-  // The checkpoint being aligned (aligned mode) or counted (at-least-once), if any.
-  bool aligning_ = false;
-  Barrier aligning_barrier_;
-  size_t barriers_received_ = 0;
-  Clock::time_point alignment_start_;
-  std::map<CheckpointId, size_t> at_least_once_counts_;
-  // Announced aligned barriers: checkpoint -> (channel -> position).
-  std::map<CheckpointId, std::map<size_t, uint64_t>> announced_;
-  CheckpointId last_snapshot_ = 0;     // highest checkpoint this task has snapshotted
-  std::map<CheckpointId, Recording> recordings_;
-  bool recording_bound_reported_ = false;
+  size_t stash_slot_ = 0;
 };
 
 }  // namespace cairn

@@ -1,7 +1,5 @@
 #include "engine/runtime/task.h"
 
-#include "state/checkpoint_layout.h"
-
 #include <cstdio>
 
 #include "engine/base/crash_points.h"
@@ -13,9 +11,6 @@ namespace cairn {
 namespace {
 constexpr size_t kSourceBatchRecords = 1024;
 using Clock = std::chrono::steady_clock;
-int64_t MillisSince(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
 }  // namespace
 
 Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint32_t max_parallelism,
@@ -25,8 +20,8 @@ Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint
       chain_(std::move(chain)),
       buffers_(chain_.size()),
       out_(max_parallelism),
-      checkpoint_dir_(std::move(checkpoint_dir)),
-      persister_(persister),
+      checkpointer_(index, std::move(checkpoint_dir), &out_, persister,
+                    [this](const Barrier& b, PersistJob* job) { SnapshotChain(b, job); }),
       listener_(listener) {
   source_ = dynamic_cast<SourceOperator*>(chain_.front().op.get());
   out_.set_blocked_handler(this);
@@ -55,7 +50,7 @@ void Task::Dump() {
 void Task::PrintState() {
   std::string out = "task " + name_ + ": " + (has_current_ ? "processing a batch" : "idle") +
                     " records_in=" + std::to_string(records_in()) + " records_out=" + std::to_string(records_out());
-  for (const auto& [id, w] : waiting_) out += " waiting_job=" + std::to_string(id) + (w.ready ? "(ready)" : "(channel state)");
+  out += checkpointer_.Describe();
   out += "\n" + in_.Describe();
   fputs(out.c_str(), stderr);
 }
@@ -91,8 +86,7 @@ bool Task::HandleControl() {
   auto handle = [this](const Control& c) -> bool {
     switch (c.kind) {
       case Control::Kind::kTrigger: {
-        bool unaligned = c.barrier.mode == CheckpointMode::kUnaligned;
-        if (!TakeCheckpoint(c.barrier, 0, unaligned, false, false)) return false;
+        if (!checkpointer_.Checkpoint(c.barrier, TakenAs(c.barrier.mode), 0, false)) return false;
         CAIRN_CRASH_POINT("source.barrier_injected");
         break;
       }
@@ -122,7 +116,9 @@ bool Task::HandleControl() {
 
 bool Task::OnBlocked(Clock::time_point* deadline) {
   if (cancelled_.load(std::memory_order_acquire)) return false;
-  if (in_blocked_handler_) return true;
+  // While a barrier is being put on full channels, take no other snapshot from here:
+  // checkpoints must be taken and persisted in order.
+  if (in_blocked_handler_ || checkpointer_.forwarding()) return true;
   in_blocked_handler_ = true;
   bool ok = true;
   // Unaligned triggers (their barriers overtake the full channel) and completion notices are
@@ -132,7 +128,7 @@ bool Task::OnBlocked(Clock::time_point* deadline) {
     if (!deferred_.empty()) {
       deferred_.push_back(c);
     } else if (c.kind == Control::Kind::kTrigger && c.barrier.mode == CheckpointMode::kUnaligned) {
-      ok = TakeCheckpoint(c.barrier, 0, true, false, false);
+      ok = checkpointer_.Checkpoint(c.barrier, SubtaskCheckpointMode::kUnaligned, 0, false);
       if (ok) CAIRN_CRASH_POINT("source.barrier_injected");
     } else if (c.kind == Control::Kind::kNotify) {
       for (auto& op : chain_) op.op->NotifyCheckpointComplete(c.id);
@@ -192,39 +188,7 @@ bool Task::FinishChain(size_t from) {
   return out_.Broadcast(StreamElement::EndOfInput());
 }
 
-bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched,
-                          bool wait_for_channel_state) {
-  auto start = Clock::now();
-  // Forward the barrier first (everything before it is already emitted or has its place in the
-  // output channels), then snapshot: no record is processed in between, so both describe the
-  // same point of the stream.
-  if (unaligned) {
-    PriorityEvent pe;
-    pe.kind = PriorityEvent::Kind::kUnalignedBarrier;
-    pe.barrier = b;
-    pe.barrier.mode = CheckpointMode::kUnaligned;
-    out_.BroadcastPriority(pe);
-  } else {
-    // While this barrier is being put on full channels, take no other snapshot from the
-    // blocked-output handler: checkpoints must be taken and persisted in order.
-    bool saved = in_blocked_handler_;
-    in_blocked_handler_ = true;
-    bool ok = out_.Broadcast(StreamElement::OfBarrier(b));
-    in_blocked_handler_ = saved;
-    if (!ok) return false;
-    if (b.mode == CheckpointMode::kAligned && b.aligned_timeout_ms > 0) {
-      PriorityEvent pe;
-      pe.kind = PriorityEvent::Kind::kAnnouncement;
-      pe.barrier = b;
-      out_.BroadcastPriority(pe);
-    }
-  }
-  auto job = std::make_unique<PersistJob>();
-  job->id = b.id;
-  job->chk_dir = CheckpointPath(checkpoint_dir_, b.id);
-  job->task = index_;
-  job->alignment_ms = alignment_ms;
-  job->switched = switched;
+void Task::SnapshotChain(const Barrier& b, PersistJob* job) {
   for (auto& c : chain_) {
     SnapshotPart part;
     part.handle.operator_id = c.ctx.operator_id;
@@ -247,27 +211,6 @@ bool Task::TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned
     }
     job->parts.push_back(std::move(part));
   }
-  job->sync_ms = MillisSince(start);
-  CAIRN_CRASH_POINT("task.sync_snapshot");
-  waiting_[b.id] = WaitingJob{std::move(job), !wait_for_channel_state};
-  SubmitReadyJobs();
-  return true;
-}
-
-void Task::OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs) {
-  auto it = waiting_.find(cs->id);
-  if (it == waiting_.end()) return;
-  it->second.job->channel_state = std::move(cs);
-  it->second.ready = true;
-  SubmitReadyJobs();
-}
-
-void Task::SubmitReadyJobs() {
-  // In checkpoint order, so that a subtask's state deltas reach RocksDB in order.
-  while (!waiting_.empty() && waiting_.begin()->second.ready) {
-    persister_->Submit(std::move(waiting_.begin()->second.job));
-    waiting_.erase(waiting_.begin());
-  }
 }
 
 bool Task::HandleGateEvent(GateEvent& ev) {
@@ -279,9 +222,9 @@ bool Task::HandleGateEvent(GateEvent& ev) {
       has_current_ = true;
       return true;
     case GateEvent::Kind::kCheckpoint:
-      return TakeCheckpoint(ev.barrier, ev.alignment_ms, ev.unaligned, ev.switched, ev.channel_state_pending);
+      return checkpointer_.Checkpoint(ev.barrier, ev.mode, ev.alignment_ms, ev.channel_state_pending);
     case GateEvent::Kind::kChannelStateDone:
-      OnChannelStateDone(std::move(ev.channel_state));
+      checkpointer_.OnChannelStateDone(std::move(ev.channel_state));
       return true;
     case GateEvent::Kind::kEndOfInput:
       return FinishChain(0);

@@ -1,7 +1,7 @@
 // Task is one subtask of an operator chain running on its own thread: it reads its InputGate
 // (or polls its source), runs the chained operators on each batch, writes the OutputGate, and
-// carries out its part of every checkpoint (the per-subtask checkpointer: snapshot the chain
-// synchronously, forward the barrier, hand the rest to the SnapshotPersister).
+// carries out its part of every checkpoint through its SubtaskCheckpointer (forward the barrier,
+// snapshot the chain synchronously, hand the rest to the SnapshotPersister).
 //
 // Contract: all operator calls happen on the task thread, except Open, which the runner calls
 // before the thread starts. Control messages (trigger, notify-complete, terminate) may be sent
@@ -19,7 +19,8 @@
 
 #include "engine/checkpoint/checkpoint_coordinator.h"
 #include "engine/checkpoint/checkpoint_messages.h"
-#include "engine/dataflow/input_gate.h"
+#include "engine/checkpoint/checkpointed_input_gate.h"
+#include "engine/checkpoint/subtask_checkpointer.h"
 #include "engine/dataflow/operator.h"
 #include "engine/dataflow/output_gate.h"
 #include "engine/base/parker.h"
@@ -54,7 +55,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   const std::string& name() const override { return name_; }
   bool is_source() const override { return source_ != nullptr; }
   OutputGate* output_gate() { return &out_; }
-  InputGate* input_gate() { return &in_; }
+  CheckpointedInputGate* input_gate() { return &in_; }
   Parker* parker() { return &parker_; }
   std::vector<ChainedOperator>& chain() { return chain_; }
 
@@ -93,13 +94,8 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   // the task must stop; *waiting set when the head admitted nothing until *resume_at.
   bool ProcessCurrent(bool* waiting, std::chrono::steady_clock::time_point* resume_at);
   bool HandleGateEvent(GateEvent& ev);
-  // The per-subtask checkpointer: forward the barrier, snapshot the chain, queue the persist.
-  // `unaligned`: forward on the priority lanes; `wait_for_channel_state`: persist only after
-  // the gate reported the checkpoint's channel state.
-  bool TakeCheckpoint(const Barrier& b, int64_t alignment_ms, bool unaligned, bool switched,
-                      bool wait_for_channel_state);
-  void OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs);
-  void SubmitReadyJobs();
+  // The synchronous snapshot of the chain, for the SubtaskCheckpointer.
+  void SnapshotChain(const Barrier& b, PersistJob* job);
   bool LoadRestoredChannels();  // false (and failed) when a channel is not an input
   void PrintState();
   bool FinishChain(size_t from);
@@ -111,10 +107,9 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   std::vector<ChainedOperator> chain_;
   std::vector<RecordBatch> buffers_;  // output of each chained operator
   SourceOperator* source_ = nullptr;  // chain head, when it is a source
-  InputGate in_;
+  CheckpointedInputGate in_;
   OutputGate out_;
-  const std::string checkpoint_dir_;
-  SnapshotPersister* const persister_;
+  SubtaskCheckpointer checkpointer_;
   TaskListener* const listener_;
   Parker parker_;
   moodycamel::ConcurrentQueue<Control> control_;
@@ -125,12 +120,6 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   bool has_current_ = false;
   size_t current_offset_ = 0;
   RecordBatch slice_;
-  // Persist jobs in checkpoint order; unaligned ones wait for their channel state.
-  struct WaitingJob {
-    std::unique_ptr<PersistJob> job;
-    bool ready = false;
-  };
-  std::map<CheckpointId, WaitingJob> waiting_;
   std::vector<RestoredChannel> restored_channels_;
   std::atomic<bool> cancelled_{false};
   bool terminated_ = false;
