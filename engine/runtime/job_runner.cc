@@ -27,7 +27,7 @@
 #include "state/checkpoint_layout.h"
 #include "state/checkpoint_store.h"
 #include "state/keyed_state.h"
-#include "state/rocksdb_state_store.h"
+#include "state/state_backend.h"
 
 namespace cairn {
 
@@ -153,7 +153,8 @@ Schema EmittedSchema(const JobSpec& spec, int op) {
   return Schema{};
 }
 
-Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunOptions& opt, RestorePlan* plan) {
+Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunOptions& opt, const StateBackend& backend,
+                      RestorePlan* plan) {
   if (opt.restore.empty()) return Status::OK();
   const std::string& ckdir = spec.checkpoint.dir;
   CheckpointStore store(ckdir);
@@ -230,7 +231,7 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
       if (!IsDirectory(dir)) return Status::NotFound("checkpoint " + where + ": keyed state " + dir + " is missing");
       // Read it through once (RocksDB checks every block's checksum), so that damaged keyed
       // state fails here, before the job takes checkpoint.dir, rather than half-way through.
-      CAIRN_RETURN_IF_ERROR(RocksDbStateStore::ReadSnapshot(dir, [](uint32_t, std::string_view, int64_t) {})
+      CAIRN_RETURN_IF_ERROR(backend.ReadSnapshot(dir, [](uint32_t, std::string_view, int64_t) {})
                                 .WithContext("checkpoint " + where));
       plan->keyed[h.operator_id].push_back(KeyedSnapshotHandle{dir, h.key_groups});
     }
@@ -269,6 +270,7 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const RunO
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   const auto start = Clock::now();
   const ExecutionPlan plan = ExecutionPlan::Build(spec);
+  const std::unique_ptr<StateBackend> backend = NewRocksDbStateBackend();
   const std::string& ckdir = spec.checkpoint.dir;
   if (opt.fresh && !opt.restore.empty())
     return Status::InvalidArgument("--fresh starts over and --restore resumes: give one of them");
@@ -285,7 +287,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   if (IsDirectory(ckdir)) CAIRN_RETURN_IF_ERROR(lock.Acquire(ckdir));
   CheckpointStore store(ckdir);
   RestorePlan restore;
-  CAIRN_RETURN_IF_ERROR(PrepareRestore(spec, plan, opt, &restore));
+  CAIRN_RETURN_IF_ERROR(PrepareRestore(spec, plan, opt, *backend, &restore));
   // A start without --restore must not silently produce everything again next to what earlier
   // runs committed.
   std::vector<CompletedCheckpoint> earlier;
@@ -397,8 +399,8 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     ~WorkDirCleanup() { RemoveAll(dir); }
   } work_cleanup{work_dir};
 
-  // Keyed state: restore (or create) each keyed subtask's store, all subtasks in parallel
-  // (restoring is reading RocksDB and filling a hash table: CPU-bound per subtask).
+  // Keyed state: restore (or create) each keyed subtask's state and store, all subtasks in
+  // parallel (restoring is reading RocksDB and filling a hash table: CPU-bound per subtask).
   struct KeyedRestore {
     ChainedOperator* op;
     std::string dir;
@@ -410,9 +412,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     for (ChainedOperator& c : st.ops) {
       const OperatorConfig& oc = *spec.Find(c.ctx.operator_id);
       if (!FindOperatorType(oc.type)->keyed) continue;
-      c.keyed_state = std::make_unique<KeyedInt64State>(spec.max_parallelism, c.ctx.key_groups);
       c.keyed_store = std::make_unique<KeyedStore>();
-      c.ctx.keyed_state = c.keyed_state.get();
       KeyedRestore kr{&c, WorkingStatePath(work_dir, oc.id, st.subtask), {}, Status::OK()};
       for (const auto& h : restore.keyed[oc.id])
         if (h.key_groups.Overlaps(c.ctx.key_groups)) kr.snapshots.push_back(h);
@@ -423,18 +423,22 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     std::vector<std::thread> restorers;
     std::atomic<int> restored{0};
     const size_t to_restore = std::count_if(keyed.begin(), keyed.end(), [](const KeyedRestore& k) { return !k.snapshots.empty(); });
+    const StateBackend& b = *backend;
+    const uint32_t max_parallelism = spec.max_parallelism;
     for (KeyedRestore& kr : keyed)
-      restorers.emplace_back([&kr, &restored, to_restore] {
+      restorers.emplace_back([&kr, &restored, &b, max_parallelism, to_restore] {
         ChainedOperator& c = *kr.op;
         kr.status = kr.snapshots.empty()
-                        ? RocksDbStateStore::Create(kr.dir, &c.keyed_store->store)
-                        : RocksDbStateStore::Restore(kr.snapshots, kr.dir, c.keyed_state.get(), &c.keyed_store->store);
+                        ? b.CreateKeyedState(kr.dir, max_parallelism, c.ctx.key_groups, &c.keyed_state, &c.keyed_store->store)
+                        : b.RestoreKeyedState(kr.snapshots, kr.dir, max_parallelism, c.ctx.key_groups, &c.keyed_state,
+                                              &c.keyed_store->store);
         // One subtask's state restored, the others' still being read.
         if (!kr.snapshots.empty() && kr.status.ok() && restored.fetch_add(1) == 0 && to_restore > 1)
           CAIRN_CRASH_POINT("restore.midway");
       });
     for (auto& t : restorers) t.join();
     for (const KeyedRestore& kr : keyed) CAIRN_RETURN_IF_ERROR(kr.status);
+    for (KeyedRestore& kr : keyed) kr.op->ctx.keyed_state = kr.op->keyed_state.get();
   }
   for (SubtaskChain& st : subtasks)
     for (ChainedOperator& c : st.ops)
