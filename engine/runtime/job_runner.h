@@ -1,6 +1,7 @@
-// JobRunner runs one job to its end: it restores from a checkpoint when asked, builds the
-// tasks and channels of the ExecutionPlan, runs the coordinator, the persister and one thread
-// per task, reports progress, and returns a summary.
+// JobRunner runs one job to its end: it restores from a checkpoint when asked
+// (engine/runtime/restore.h), deploys the tasks and channels of the ExecutionPlan
+// (engine/runtime/deploy.h), runs the coordinator, the persister and one thread per task,
+// reports progress, and returns a summary.
 //
 // Contract: everything that can be checked before the job touches the disk is checked first
 // (the checkpoint to restore, its compatibility with the job, its state files, the sources'
@@ -8,7 +9,9 @@
 // earlier runs committed), so that bad input fails with nothing changed. checkpoint.dir is
 // locked (one job per directory) before the checkpoint to restore is chosen. Then the runner
 // removes incomplete checkpoints left by a crash, supersedes checkpoints a restore or --fresh
-// abandons, and starts. RunJob is not re-entrant per checkpoint.dir.
+// abandons, and starts. SIGINT and SIGTERM cancel the job (Aborted), SIGUSR1 prints every
+// task's state on stderr; the previous handlers are back when RunJob returns. RunJob is not
+// re-entrant per checkpoint.dir.
 #pragma once
 
 #include <chrono>
