@@ -159,15 +159,14 @@ double RunTasks(const std::vector<Task*>& tasks, CheckpointCoordinator* coordina
     }
     if (Clock::now() >= next_report) {
       main_parker->Cancel();
-      uint64_t in, out;
-      CountRecords(tasks, has_sinks, &in, &out);
-      CheckpointStats cs = coordinator->stats();
-      if (opt.progress)
-        fprintf(stderr, "cairn: %6.1fs  source records %12" PRIu64 "  sink records %12" PRIu64 "  (%.2fM/s)  checkpoints %" PRIu64
-                        " (last %" PRId64 " ms)\n",
-                SecondsSince(run_start), in, out, static_cast<double>(out - last_out) / 1e6 / interval_s, cs.completed,
-                cs.last_duration_ms);
-      last_out = out;
+      RunProgress p;
+      CountRecords(tasks, has_sinks, &p.source_records, &p.sink_records);
+      p.checkpoints = coordinator->stats();
+      p.seconds = SecondsSince(run_start);
+      p.sink_records_in_interval = p.sink_records - last_out;
+      p.interval_seconds = interval_s;
+      if (opt.progress) opt.progress(p);
+      last_out = p.sink_records;
       next_report += interval;
       continue;
     }
