@@ -109,6 +109,15 @@ class SignalHandlers {
   struct sigaction old_int_ {}, old_term_ {}, old_usr1_ {};
 };
 
+// The keys in the keyed state of every subtask.
+size_t KeyCount(const std::vector<Task*>& tasks) {
+  size_t keys = 0;
+  for (Task* t : tasks)
+    for (auto& c : t->chain())
+      if (c.keyed_state != nullptr) keys += c.keyed_state->size();
+  return keys;
+}
+
 // "Sink records": what the sinks consumed; a job without sinks (a cycle) counts what its
 // non-source tasks consumed instead.
 bool HasSinks(const std::vector<Task*>& tasks) {
@@ -261,14 +270,9 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   coordinator->SetAbortHandler([&persister](CheckpointId id) { persister.Abort(id); });
   control.set_coordinator(coordinator.get());
   summary->restore_seconds = SecondsSince(start);
-  if (restore.active) {
-    size_t keys = 0;
-    for (Task* t : tasks)
-      for (auto& c : t->chain())
-        if (c.keyed_state != nullptr) keys += c.keyed_state->size();
+  if (restore.active)
     fprintf(stderr, "cairn: restored checkpoint %" PRIu64 " (%zu keys) in %.3f s; processing starts\n",
-            restore.checkpoint.metadata.id, keys, summary->restore_seconds);
-  }
+            restore.checkpoint.metadata.id, KeyCount(tasks), summary->restore_seconds);
 
   // 4. Run.
   SignalHandlers signals;
