@@ -1,5 +1,6 @@
 // RocksDbStateStore is the RocksDB database that persists one subtask's keyed state, and the
-// source of that subtask's keyed-state checkpoints.
+// source of that subtask's keyed-state checkpoints: the StateStore of the RocksDB backend
+// (NewRocksDbStateBackend in state/state_backend.h, which the rest of Cairn uses instead).
 //
 // Layout: one RocksDB instance per stateful subtask in a private working directory; key =
 // key group (2 bytes, big-endian, so max_parallelism <= 65536) + key bytes, value = int64
@@ -21,6 +22,7 @@
 #include "engine/base/key_groups.h"
 #include "engine/base/status.h"
 #include "state/keyed_state.h"
+#include "state/state_backend.h"
 
 namespace rocksdb {
 class DB;
@@ -28,22 +30,16 @@ class DB;
 
 namespace cairn {
 
-// Where a stored keyed-state snapshot is and which key groups it holds.
-struct KeyedSnapshotHandle {
-  std::string dir;  // absolute, an openable RocksDB
-  KeyGroupRange key_groups;
-};
-
-class RocksDbStateStore {
+class RocksDbStateStore : public StateStore {
  public:
   // Creates a fresh, empty database in `work_dir` (which must not exist yet).
   static Status Create(const std::string& work_dir, std::unique_ptr<RocksDbStateStore>* out);
-  ~RocksDbStateStore();
+  ~RocksDbStateStore() override;
 
   // Writes `delta` in one WriteBatch (no WAL), flushes, and creates a RocksDB checkpoint at
   // `checkpoint_dir` (which must not exist; missing parents are created). *bytes: size of the
   // checkpoint's files.
-  Status PersistAndCheckpoint(const StateDelta& delta, const std::string& checkpoint_dir, uint64_t* bytes);
+  Status PersistAndCheckpoint(const StateDelta& delta, const std::string& checkpoint_dir, uint64_t* bytes) override;
 
   // Fills `state` with every entry of `snapshots` whose key group lies in state->range(), and
   // makes this (fresh) database hold exactly those entries. When there is exactly one snapshot

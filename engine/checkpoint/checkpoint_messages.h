@@ -15,16 +15,15 @@
 #include "engine/dataflow/stream_element.h"
 #include "state/checkpoint_metadata.h"
 #include "state/keyed_state.h"
+#include "state/state_backend.h"
 
 namespace cairn {
 
-class RocksDbStateStore;
-
-// A stateful subtask's RocksDB store, plus the changes not yet written to it (a checkpoint
-// that failed after TakeDelta leaves them here for the next one). Touched only by the
-// persister thread that serves the owning task.
+// A stateful subtask's StateStore, plus the changes not yet written to it (a checkpoint that
+// failed after TakeDelta leaves them here for the next one). Touched only by the persister
+// thread that serves the owning task.
 struct KeyedStore {
-  std::unique_ptr<RocksDbStateStore> store;
+  std::unique_ptr<StateStore> store;
   std::unique_ptr<StateDelta> unwritten;
 };
 

@@ -1,10 +1,11 @@
 // SnapshotPersister runs the asynchronous part of subtask snapshots on a few background
-// threads, while the tasks go on processing: it writes keyed-state deltas to RocksDB and takes
-// RocksDB checkpoints, writes operator state, runs the operators' async parts, and then
-// acknowledges (or declines) to the coordinator.
+// threads, while the tasks go on processing: it writes keyed-state deltas to each subtask's
+// StateStore and has it make a checkpoint (with RocksDB: a RocksDB checkpoint), writes
+// operator state, runs the operators' async parts, and then acknowledges (or declines) to the
+// coordinator.
 //
 // Contract: jobs of one task run in submission order on one thread (task index mod threads),
-// so a subtask's deltas reach its RocksDB in checkpoint order. Submit is called by task
+// so a subtask's deltas reach its StateStore in checkpoint order. Submit is called by task
 // threads; the callback runs on a persister thread. Stop() drains the queued jobs and joins.
 #pragma once
 

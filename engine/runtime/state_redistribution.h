@@ -1,7 +1,7 @@
 // Redistribution of a checkpoint's channel state when a restore changes parallelism: the
 // in-flight records of the channels (unaligned checkpoints, and feedback channels in every
 // mode). Operator state is redistributed by state/operator_state_redistribution.h, keyed state
-// by key-group range when it is restored (RocksDbStateStore::Restore).
+// by key-group range when it is restored (StateBackend::RestoreKeyedState).
 //
 // Rules (docs/state.md, "Rescaling"):
 // - Channel state. A record recorded on channel P[i]->C[j] goes to a channel of the new

@@ -25,7 +25,7 @@
 #include "engine/dataflow/output_gate.h"
 #include "engine/base/parker.h"
 #include "state/keyed_state.h"
-#include "state/rocksdb_state_store.h"
+#include "state/state_backend.h"
 
 namespace cairn {
 

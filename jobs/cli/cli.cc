@@ -12,6 +12,7 @@
 #include "engine/runtime/execution_plan.h"
 #include "engine/base/file_util.h"
 #include "engine/runtime/job_runner.h"
+#include "jobs/cli/progress.h"
 #include "jobs/cli/run_summary.h"
 #include "engine/base/storage_faults.h"
 #include "jobs/job_graph.h"
@@ -114,7 +115,7 @@ int CmdRun(const std::vector<std::string>& args) {
   RunOptions opt;
   opt.restore = ja.restore;
   opt.fresh = ja.fresh;
-  opt.progress = !ja.quiet;
+  if (!ja.quiet) opt.progress = PrintProgress;
   opt.progress_interval = ja.progress_interval;
   RunSummary summary;
   s = RunJob(spec, opt, &summary);

@@ -6,7 +6,7 @@
 #include "engine/base/file_util.h"
 #include "state/checkpoint_layout.h"
 #include "state/checkpoint_store.h"
-#include "state/rocksdb_state_store.h"
+#include "state/state_backend.h"
 
 namespace cairn {
 
@@ -30,6 +30,7 @@ std::string JsonQuote(std::string_view s) {
 Status DumpCheckpointState(const std::string& path, const std::string& op, bool json, FILE* out) {
   CompletedCheckpoint cp;
   CAIRN_RETURN_IF_ERROR(CheckpointStore::Resolve(path, &cp));
+  const std::unique_ptr<StateBackend> backend = NewRocksDbStateBackend();
   bool found = op.empty();
   for (const SubtaskStateHandle& h : cp.metadata.subtasks) {
     if (!op.empty() && h.operator_id != op) continue;
@@ -37,7 +38,7 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
     const std::string prefix = json ? "{\"operator\":" + JsonQuote(h.operator_id) + ",\"subtask\":" + std::to_string(h.subtask)
                                     : h.operator_id + "\t" + std::to_string(h.subtask);
     if (!h.keyed_dir.empty()) {
-      Status s = RocksDbStateStore::ReadSnapshot(InCheckpoint(cp.path, h.keyed_dir), [&](uint32_t, std::string_view key, int64_t value) {
+      Status s = backend->ReadSnapshot(InCheckpoint(cp.path, h.keyed_dir), [&](uint32_t, std::string_view key, int64_t value) {
         if (json) {
           fprintf(out, "%s,\"key\":%s,\"value\":%" PRId64 "}\n", prefix.c_str(), JsonQuote(key).c_str(), value);
         } else {

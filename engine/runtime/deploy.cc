@@ -1,0 +1,177 @@
+#include "engine/runtime/deploy.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <utility>
+
+#include "engine/base/crash_points.h"
+#include "jobs/registry.h"
+#include "state/checkpoint_layout.h"
+
+namespace cairn {
+
+namespace {
+
+constexpr size_t kChannelCapacity = 16;  // batches
+
+// "<producer tail op>[i]-><consumer head op>[j]": the name of a channel in messages, metrics
+// and channel state (so it must not depend on anything but the job's operators).
+std::string ChannelName(const JobSpec& spec, const ExecutionPlan& plan, const PlanEdge& e, uint32_t from, uint32_t to) {
+  return spec.operators[plan.chains[e.from_chain].ops.back()].id + "[" + std::to_string(from) + "]->" +
+         spec.operators[plan.chains[e.to_chain].ops.front()].id + "[" + std::to_string(to) + "]";
+}
+
+// The field names of what operator `op` emits; a pass-through transform (empty schema, such as
+// throttle) emits its first input's records.
+Schema EmittedSchema(const JobSpec& spec, int op) {
+  for (size_t hops = 0; hops <= spec.operators.size(); ++hops) {
+    const OperatorConfig& c = spec.operators[op];
+    const OperatorType* t = FindOperatorType(c.type);
+    if (!t->output.key.empty() || c.inputs.empty()) return t->output;
+    const OperatorConfig* in = spec.Find(c.inputs[0]);
+    op = static_cast<int>(in - spec.operators.data());
+  }
+  return Schema{};
+}
+
+bool IsKeyed(const JobSpec& spec, const ChainedOperator& c) {
+  return FindOperatorType(spec.Find(c.ctx.operator_id)->type)->keyed;
+}
+
+bool IsSource(const JobSpec& spec, const ChainedOperator& c) {
+  return FindOperatorType(spec.Find(c.ctx.operator_id)->type)->role == OperatorRole::kSource;
+}
+
+}  // namespace
+
+Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, const RestorePlan& restore,
+                            std::vector<SubtaskChain>* out) {
+  for (int ci = 0; ci < static_cast<int>(plan.chains.size()); ++ci) {
+    const PlanChain& ch = plan.chains[ci];
+    for (uint32_t i = 0; i < ch.parallelism; ++i) {
+      SubtaskChain st{ci, i, {}};
+      for (int op_index : ch.ops) {
+        const OperatorConfig& oc = spec.operators[op_index];
+        const OperatorType* type = FindOperatorType(oc.type);
+        ChainedOperator c;
+        c.op = type->create(oc);
+        c.ctx.operator_id = oc.id;
+        c.ctx.job_name = spec.name;
+        c.ctx.subtask = i;
+        c.ctx.parallelism = oc.parallelism;
+        c.ctx.max_parallelism = spec.max_parallelism;
+        c.ctx.key_groups = KeyGroupRange::ForSubtask(i, spec.max_parallelism, oc.parallelism);
+        if (restore.active) {
+          c.ctx.restored_checkpoint = restore.checkpoint.metadata.id;
+          auto it = restore.operator_state.find({oc.id, i});
+          if (it != restore.operator_state.end()) c.ctx.restored_operator_state = it->second;
+        }
+        if (type->role == OperatorRole::kSource) CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
+        st.ops.push_back(std::move(c));
+      }
+      out->push_back(std::move(st));
+    }
+  }
+  return Status::OK();
+}
+
+Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const RestorePlan& restore,
+                    const std::string& work_dir, std::vector<SubtaskChain>* subtasks) {
+  // One keyed operator subtask to restore (or create).
+  struct KeyedRestore {
+    ChainedOperator* op;
+    std::string dir;
+    std::vector<KeyedSnapshotHandle> snapshots;
+    Status status;
+  };
+  std::vector<KeyedRestore> keyed;
+  for (SubtaskChain& st : *subtasks) {
+    for (ChainedOperator& c : st.ops) {
+      if (!IsKeyed(spec, c)) continue;
+      c.keyed_store = std::make_unique<KeyedStore>();
+      KeyedRestore kr{&c, WorkingStatePath(work_dir, c.ctx.operator_id, st.subtask), {}, Status::OK()};
+      auto it = restore.keyed.find(c.ctx.operator_id);
+      if (it != restore.keyed.end())
+        for (const KeyedSnapshotHandle& h : it->second)
+          if (h.key_groups.Overlaps(c.ctx.key_groups)) kr.snapshots.push_back(h);
+      keyed.push_back(std::move(kr));
+    }
+  }
+  std::vector<std::thread> restorers;
+  std::atomic<int> restored{0};
+  const size_t to_restore =
+      std::count_if(keyed.begin(), keyed.end(), [](const KeyedRestore& k) { return !k.snapshots.empty(); });
+  const uint32_t max_parallelism = spec.max_parallelism;
+  for (KeyedRestore& kr : keyed)
+    restorers.emplace_back([&kr, &restored, &backend, max_parallelism, to_restore] {
+      ChainedOperator& c = *kr.op;
+      kr.status = kr.snapshots.empty()
+                      ? backend.CreateKeyedState(kr.dir, max_parallelism, c.ctx.key_groups, &c.keyed_state,
+                                                 &c.keyed_store->store)
+                      : backend.RestoreKeyedState(kr.snapshots, kr.dir, max_parallelism, c.ctx.key_groups,
+                                                  &c.keyed_state, &c.keyed_store->store);
+      // One subtask's state restored, the others' still being read.
+      if (!kr.snapshots.empty() && kr.status.ok() && restored.fetch_add(1) == 0 && to_restore > 1)
+        CAIRN_CRASH_POINT("restore.midway");
+    });
+  for (auto& t : restorers) t.join();
+  for (const KeyedRestore& kr : keyed) CAIRN_RETURN_IF_ERROR(kr.status);
+  for (KeyedRestore& kr : keyed) kr.op->ctx.keyed_state = kr.op->keyed_state.get();
+
+  for (SubtaskChain& st : *subtasks)
+    for (ChainedOperator& c : st.ops)
+      if (!IsSource(spec, c)) CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
+  return Status::OK();
+}
+
+std::vector<Task*> Deployment::task_ptrs() const {
+  std::vector<Task*> v;
+  for (const auto& t : tasks) v.push_back(t.get());
+  return v;
+}
+
+std::vector<Channel*> Deployment::channel_ptrs() const {
+  std::vector<Channel*> v;
+  for (const auto& c : channels) v.push_back(c.get());
+  return v;
+}
+
+void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<SubtaskChain> subtasks, RestorePlan* restore,
+                SnapshotPersister* persister, TaskListener* tasks_listener, BacklogListener* backlog_listener,
+                Deployment* out) {
+  std::vector<std::vector<Task*>> chain_tasks(plan.chains.size());
+  for (SubtaskChain& st : subtasks) {
+    std::string name = plan.ChainName(spec, st.chain) + "[" + std::to_string(st.subtask) + "]";
+    std::string head = st.ops.front().ctx.operator_id;
+    out->tasks.push_back(std::make_unique<Task>(static_cast<int>(out->tasks.size()), name, std::move(st.ops),
+                                                spec.max_parallelism, spec.checkpoint.dir, persister, tasks_listener));
+    auto cs = restore->channels.find({head, st.subtask});
+    if (cs != restore->channels.end()) out->tasks.back()->SetRestoredChannelState(std::move(cs->second));
+    chain_tasks[st.chain].push_back(out->tasks.back().get());
+  }
+  for (const PlanEdge& e : plan.edges) {
+    auto& from = chain_tasks[e.from_chain];
+    auto& to = chain_tasks[e.to_chain];
+    const Schema schema = EmittedSchema(spec, plan.chains[e.from_chain].ops.back());
+    auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {
+      out->channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(),
+                                                        b->parker(), /*unbounded=*/e.feedback,
+                                                        spec.checkpoint.max_feedback_backlog, backlog_listener));
+      out->channels.back()->set_schema(schema);
+      b->input_gate()->AddInput(GateInput{out->channels.back().get(), e.to_input, e.feedback});
+      return out->channels.back().get();
+    };
+    if (!e.hash) {
+      for (uint32_t i = 0; i < from.size(); ++i) from[i]->output_gate()->AddForwardEdge(make(from[i], to[i], i, i));
+    } else {
+      for (uint32_t i = 0; i < from.size(); ++i) {
+        std::vector<Channel*> outs;
+        for (uint32_t j = 0; j < to.size(); ++j) outs.push_back(make(from[i], to[j], i, j));
+        from[i]->output_gate()->AddHashEdge(std::move(outs));
+      }
+    }
+  }
+}
+
+}  // namespace cairn

@@ -1,0 +1,66 @@
+// Deploy turns a job's ExecutionPlan into what runs: an instance of every operator subtask
+// with its context and restored operator state, the keyed state of the keyed ones (from the
+// StateBackend), and one Task per subtask of a chain, wired to its neighbours by Channels.
+//
+// Contract: the steps run in order on the caller's thread, before any task thread starts.
+// InstantiateOperators changes nothing on disk (of the operators it opens only the sources,
+// which only read their input, so that a missing input fails before anything changes);
+// OpenSubtasks and BuildTasks run once the job owns checkpoint.dir. Channel names, "<producer
+// tail op>[i]-><consumer head op>[j]", depend on nothing but the job's operators: they appear
+// in messages and metrics and identify channel state in checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/base/status.h"
+#include "engine/checkpoint/snapshot_persister.h"
+#include "engine/dataflow/channel.h"
+#include "engine/runtime/execution_plan.h"
+#include "engine/runtime/restore.h"
+#include "engine/runtime/task.h"
+#include "jobs/job_spec.h"
+#include "state/state_backend.h"
+
+namespace cairn {
+
+// The operators of one subtask of a chain, before its Task exists.
+struct SubtaskChain {
+  int chain;         // index into ExecutionPlan::chains
+  uint32_t subtask;
+  std::vector<ChainedOperator> ops;  // head first
+};
+
+// Creates every operator subtask of `plan` (chain by chain, subtask by subtask), with its
+// context and, when `restore` is active, the checkpoint's id and its redistributed operator
+// state; opens the sources.
+Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, const RestorePlan& restore,
+                            std::vector<SubtaskChain>* out);
+
+// Gives every keyed operator subtask its keyed state through `backend`: restored from the
+// snapshots of restore.keyed whose key groups overlap its own, or empty; its working files go
+// to WorkingStatePath(work_dir, op, subtask). All subtasks at once, one thread each (a restore
+// is CPU-bound per subtask). Then opens every operator that is not a source.
+Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const RestorePlan& restore,
+                    const std::string& work_dir, std::vector<SubtaskChain>* subtasks);
+
+// The tasks and channels of a deployed job. Channels are destroyed before the tasks.
+struct Deployment {
+  std::vector<std::unique_ptr<Task>> tasks;        // task i has index i
+  std::vector<std::unique_ptr<Channel>> channels;
+
+  std::vector<Task*> task_ptrs() const;
+  std::vector<Channel*> channel_ptrs() const;
+};
+
+// Makes one Task per subtask (with its restored channel state, taken from restore->channels)
+// and the channels of every plan edge: forward edges link subtask i to subtask i, hash edges
+// every producer subtask to every consumer subtask; feedback channels are unbounded.
+// Tasks report to `tasks_listener`, channels to `backlog_listener`; both outlive the deployment.
+void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<SubtaskChain> subtasks, RestorePlan* restore,
+                SnapshotPersister* persister, TaskListener* tasks_listener, BacklogListener* backlog_listener,
+                Deployment* out);
+
+}  // namespace cairn

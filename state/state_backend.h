@@ -1,0 +1,81 @@
+// A StateBackend keeps the keyed state of a job's keyed operator subtasks and checkpoints it:
+// for each subtask it makes the in-memory state the operator reads and writes (the heap
+// backend, KeyedInt64State in state/keyed_state.h) and a StateStore that persists the deltas of
+// that state and makes checkpoints of it; it restores a subtask's key groups from the
+// checkpoints of earlier subtasks, and reads a stored checkpoint back.
+//
+// Contract: a StateBackend holds no state of its own and its calls are thread-safe, so the
+// runtime restores every subtask in parallel through one backend. A subtask's KeyedInt64State
+// is used by its task thread only (its TakeDelta() is the synchronous part of a snapshot); its
+// StateStore by one persister thread at a time, in checkpoint order (the asynchronous part).
+// Restores and reads never modify the snapshots they read. Every error is a Status naming the
+// directory involved. The RocksDB backend (NewRocksDbStateBackend) is the one backend for now;
+// the runtime, the checkpoint layer and the CLI name only this interface.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/base/key_groups.h"
+#include "engine/base/status.h"
+#include "state/keyed_state.h"
+
+namespace cairn {
+
+// Where a stored keyed-state snapshot is and which key groups it holds.
+struct KeyedSnapshotHandle {
+  std::string dir;  // absolute; what PersistAndCheckpoint made
+  KeyGroupRange key_groups;
+};
+
+// Visits one entry of a stored snapshot.
+using KeyedEntryFn = std::function<void(uint32_t key_group, std::string_view key, int64_t value)>;
+
+// A StateStore is the persistent side of one subtask's keyed state: every delta of the
+// in-memory state goes into it, and each checkpoint of the subtask is a snapshot of it.
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+
+  // Writes `delta` (a later delta's entry replaces an earlier one's) and makes a snapshot of
+  // everything written so far at `checkpoint_dir`, which must not exist (missing parents are
+  // created). *bytes: the size of the snapshot's files. A delta that fails to persist is
+  // handed again, merged with the next one (StateDelta::Merge).
+  virtual Status PersistAndCheckpoint(const StateDelta& delta, const std::string& checkpoint_dir,
+                                      uint64_t* bytes) = 0;
+};
+
+class StateBackend {
+ public:
+  virtual ~StateBackend() = default;
+
+  // A keyed subtask's state with nothing to restore: empty in-memory state owning `key_groups`
+  // of `max_parallelism`, and an empty store whose working files go to `work_dir` (which must
+  // not exist yet).
+  virtual Status CreateKeyedState(const std::string& work_dir, uint32_t max_parallelism, KeyGroupRange key_groups,
+                                  std::unique_ptr<KeyedInt64State>* state, std::unique_ptr<StateStore>* store) const = 0;
+
+  // The same, holding exactly the entries of `snapshots` whose key group lies in `key_groups`,
+  // in the in-memory state (not marked changed) and in the store: one snapshot of the same
+  // range when the parallelism is unchanged, the overlapping snapshots of the old subtasks when
+  // it changed. A missing snapshot directory is NotFound naming it. On failure *state and
+  // *store are left unset and `work_dir` is removed.
+  virtual Status RestoreKeyedState(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
+                                   uint32_t max_parallelism, KeyGroupRange key_groups,
+                                   std::unique_ptr<KeyedInt64State>* state, std::unique_ptr<StateStore>* store) const = 0;
+
+  // Visits every entry of the stored snapshot at `dir`, reading it through (for `cairn state
+  // dump`, and for a restore's pre-flight, so that a damaged snapshot fails before anything on
+  // disk changes). A missing directory is NotFound, damage Corruption, both naming `dir`.
+  virtual Status ReadSnapshot(const std::string& dir, const KeyedEntryFn& fn) const = 0;
+};
+
+// The RocksDB backend: KeyedInt64State in memory, one RocksDbStateStore per subtask
+// (state/rocksdb_state_store.h and docs/state.md describe the bytes).
+std::unique_ptr<StateBackend> NewRocksDbStateBackend();
+
+}  // namespace cairn
