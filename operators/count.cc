@@ -47,30 +47,16 @@ class Count final : public Operator {
   std::vector<uint64_t> hashes_;
 };
 
-class DiscardSink final : public Operator {
- public:
-  void Process(int, const RecordBatch& in, RecordBatch*) override { records_ += in.size(); }
-
- private:
-  uint64_t records_ = 0;
-};
-
 }  // namespace
 
-OperatorType CountType() {
-  OperatorType t{"count", OperatorRole::kTransform, true, Schema{"word", "count", ""}, {},
-                           "Keyed by word: for every input word emits (word, running count). The counts "
-                           "are keyed state, checkpointed to RocksDB by key group.",
-                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<Count>(); }};
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(CountType);
-OperatorType DiscardSinkType() {
-  OperatorType t{"discard_sink", OperatorRole::kSink, false, Schema{}, {},
-                           "Counts and drops its input (for benchmarks).",
-                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<DiscardSink>(); }};
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(DiscardSinkType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "count",
+    .role = OperatorRole::kTransform,
+    .keyed = true,
+    .output = Schema{"word", "count", ""},
+    .doc = "Keyed by word: for every input word emits (word, running count). The counts "
+           "are keyed state, checkpointed to RocksDB by key group.",
+    .create = MakeOperator<Count>,
+});
 
 }  // namespace cairn

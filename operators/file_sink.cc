@@ -433,18 +433,18 @@ static Status FileSinkSetAsideOutput(const OperatorConfig& c, size_t* moved) {
   return FsyncDir(dir);
 }
 
-OperatorType FileSinkType() {
-  OperatorType t{"file_sink", OperatorRole::kSink, false, Schema{},
-      {{"path", ParamType::kString, "", true, 0, "output directory"}},
-      "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
-      "`.`) that become visible only when the checkpoint covering them completes.",
-                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<FileSink>(c); }};
-  t.state = FileSinkStateRule();
-  t.preflight = FileSinkPreflight;
-  t.committed_output = FileSinkCommittedOutput;
-  t.set_aside_output = FileSinkSetAsideOutput;
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(FileSinkType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "file_sink",
+    .role = OperatorRole::kSink,
+    .output = Schema{},
+    .params = {{.name = "path", .type = ParamType::kString, .required = true, .doc = "output directory"}},
+    .doc = "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
+           "`.`) that become visible only when the checkpoint covering them completes.",
+    .create = MakeOperator<FileSink>,
+    .state = FileSinkStateRule(),
+    .preflight = FileSinkPreflight,
+    .committed_output = FileSinkCommittedOutput,
+    .set_aside_output = FileSinkSetAsideOutput,
+});
 
 }  // namespace cairn

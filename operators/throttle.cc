@@ -23,16 +23,17 @@ class Throttle final : public Operator {
 
 }  // namespace
 
-OperatorType ThrottleType() {
-  OperatorType t{"throttle", OperatorRole::kTransform, false, Schema{"", "", ""},
-                          {{"rate", ParamType::kInt, "", true, 1, "records per second per subtask"}},
-                          "Passes records through at most `rate` records per second per subtask, so that a "
-                          "job can be put under backpressure on purpose. It always starts its own chain, "
-                          "and its schema is its input's.",
-                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<Throttle>(c); }};
-  t.chain_head = true;
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(ThrottleType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "throttle",
+    .role = OperatorRole::kTransform,
+    .output = Schema{"", "", ""},
+    .params = {{.name = "rate", .type = ParamType::kInt, .required = true, .min_int = 1,
+                .doc = "records per second per subtask"}},
+    .doc = "Passes records through at most `rate` records per second per subtask, so that a "
+           "job can be put under backpressure on purpose. It always starts its own chain, "
+           "and its schema is its input's.",
+    .create = MakeOperator<Throttle>,
+    .chain_head = true,
+});
 
 }  // namespace cairn

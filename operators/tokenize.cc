@@ -33,13 +33,13 @@ class Tokenize final : public Operator {
 
 }  // namespace
 
-OperatorType TokenizeType() {
-  OperatorType t{"tokenize", OperatorRole::kTransform, false, Schema{"word", "", ""}, {},
-                           "Splits each line into words: maximal runs of bytes that are not ASCII "
-                           "whitespace (space, \\t, \\n, \\r, \\v, \\f). Bytes pass through untouched.",
-                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<Tokenize>(); }};
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(TokenizeType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "tokenize",
+    .role = OperatorRole::kTransform,
+    .output = Schema{"word", "", ""},
+    .doc = "Splits each line into words: maximal runs of bytes that are not ASCII "
+           "whitespace (space, \\t, \\n, \\r, \\v, \\f). Bytes pass through untouched.",
+    .create = MakeOperator<Tokenize>,
+});
 
 }  // namespace cairn
