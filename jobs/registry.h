@@ -57,7 +57,9 @@ struct OperatorType {
   std::vector<ParamSpec> params;
   std::string doc;     // one paragraph for docs/configuration.md
   std::function<std::unique_ptr<Operator>(const OperatorConfig&)> create;
-  bool chain_head = false;  // always starts its own chain (its Admit paces the whole task)
+  // Always starts its own chain (a FlowControlled operator, whose Admit then paces the whole
+  // task).
+  bool chain_head = false;
   // How its operator state is redistributed when a restore changes its parallelism
   // (docs/state.md, "Rescaling"); kNone: it keeps no operator state.
   OperatorStateRule state;

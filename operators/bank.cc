@@ -92,7 +92,7 @@ class BankAccounts final : public Operator {
     return Status::OK();
   }
 
-  void Process(int, const RecordBatch& in, RecordBatch* out) override {
+  Status Process(int, const RecordBatch& in, RecordBatch* out) override {
     for (size_t i = 0; i < in.size(); ++i) {
       std::string_view account = in.key(i);
       int64_t amount = in.a(i);
@@ -107,6 +107,7 @@ class BankAccounts final : public Operator {
       state_->Put(account, balance - moved);
       out->Add(AccountKey(in.b(i)), moved, -1);
     }
+    return Status::OK();
   }
 
  private:

@@ -7,7 +7,10 @@ namespace {
 
 class DiscardSink final : public Operator {
  public:
-  void Process(int, const RecordBatch& in, RecordBatch*) override { records_ += in.size(); }
+  Status Process(int, const RecordBatch& in, RecordBatch*) override {
+    records_ += in.size();
+    return Status::OK();
+  }
 
  private:
   uint64_t records_ = 0;

@@ -16,7 +16,7 @@ constexpr std::array<bool, 256> kIsSpace = MakeSpaceTable();
 
 class Tokenize final : public Operator {
  public:
-  void Process(int, const RecordBatch& in, RecordBatch* out) override {
+  Status Process(int, const RecordBatch& in, RecordBatch* out) override {
     for (size_t i = 0; i < in.size(); ++i) {
       std::string_view line = in.key(i);
       const unsigned char* p = reinterpret_cast<const unsigned char*>(line.data());
@@ -28,6 +28,7 @@ class Tokenize final : public Operator {
         if (j > start) out->Add(line.substr(start, j - start));
       }
     }
+    return Status::OK();
   }
 };
 

@@ -21,6 +21,7 @@
 #include "engine/runtime/execution_plan.h"
 #include "engine/base/file_util.h"
 #include "engine/checkpoint/snapshot_persister.h"
+#include "engine/dataflow/operator_capabilities.h"
 #include "engine/runtime/state_redistribution.h"
 #include "engine/runtime/task.h"
 #include "jobs/registry.h"
@@ -583,7 +584,8 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   if (s.ok() && !coordinator->finished()) s = Status::Internal("tasks ended before the final checkpoint completed");
   if (!s.ok()) return s;
   for (Task* t : task_ptrs)
-    for (auto& c : t->chain()) c.op->TopKeys(10, &summary->top_keys);
+    for (auto& c : t->chain())
+      if (const auto* keyed = dynamic_cast<const KeyedSummary*>(c.op.get())) keyed->TopKeys(10, &summary->top_keys);
   std::sort(summary->top_keys.begin(), summary->top_keys.end(),
             [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   if (summary->top_keys.size() > 10) summary->top_keys.resize(10);
