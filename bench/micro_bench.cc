@@ -6,6 +6,8 @@
 // Inputs are the generator's seeded Zipf words (vocabulary 100000, as in the macro-benchmark).
 // RocksDB files go to BUILD/bench-data/micro (the file system the engine runs use), removed at
 // exit. Run: build/cairn-micro-bench [--benchmark_filter=REGEX] (see docs/benchmarks.md).
+#include <cstdio>
+#include <cstdlib>
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -51,7 +53,11 @@ const RecordBatch& Words() {
     RecordBatch lines, out;
     for (const std::string& l : Lines()) lines.Add(l);
     std::unique_ptr<Operator> tok = FindOperatorType("tokenize")->create(OperatorConfig{});
-    tok->Process(0, lines, &out);
+    Status s = tok->Process(0, lines, &out);
+    if (!s.ok()) {
+      fprintf(stderr, "tokenize failed: %s\n", s.message().c_str());
+      std::abort();
+    }
     return out;
   }();
   return words;
@@ -174,7 +180,7 @@ void BM_Tokenize(benchmark::State& state) {
   int64_t words = 0, bytes = 0;
   for (auto _ : state) {
     out.clear();
-    tok->Process(0, batches[next], &out);
+    Check(tok->Process(0, batches[next], &out), state);
     words += static_cast<int64_t>(out.size());
     bytes += static_cast<int64_t>(batches[next].arena_bytes());
     if (++next == batches.size()) next = 0;
@@ -217,7 +223,7 @@ void BM_CountOperator(benchmark::State& state) {
   int64_t items = 0;
   for (auto _ : state) {
     out.clear();
-    count->Process(0, batches[next], &out);
+    Check(count->Process(0, batches[next], &out), state);
     items += static_cast<int64_t>(batches[next].size());
     if (++next == batches.size()) next = 0;
   }

@@ -33,6 +33,11 @@ std::vector<OperatorType>& Table() {
 }  // namespace
 
 bool RegisterOperatorType(OperatorType type) {
+  if (type.name.empty() || !type.create) {
+    fprintf(stderr, "cairn: operator type '%s' is registered without a %s\n", type.name.c_str(),
+            type.name.empty() ? "name" : "factory (create)");
+    std::abort();
+  }
   std::vector<OperatorType>& t = Table();
   auto at = std::lower_bound(t.begin(), t.end(), type.name,
                              [](const OperatorType& a, const std::string& name) { return a.name < name; });

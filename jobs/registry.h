@@ -1,6 +1,17 @@
 // The operator registry: every operator type a job may name, with its parameters (type,
 // default, documentation), its role, the schema of what it emits, and its factory. Each
-// operator registers itself beside its own code (CAIRN_REGISTER_OPERATOR in operators/*.cc).
+// operator registers itself beside its own code, so adding an operator is one file in
+// operators/ (CMake globs the folder) with one registration at its end:
+//
+//   CAIRN_REGISTER_OPERATOR({
+//       .name = "at_least",
+//       .role = OperatorRole::kTransform,
+//       .params = {{.name = "min", .type = ParamType::kInt, .required = true, .doc = "..."}},
+//       .doc = "Passes on the records whose value is at least `min`.",
+//       .create = MakeOperator<AtLeast>,
+//   });
+//
+// docs/architecture.md ("Writing an operator") shows such an operator whole.
 //
 // Contract: types register during static initialisation, before main(); after that the table
 // is immutable and listed by name. The job loader validates YAML against it and
@@ -12,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "jobs/job_spec.h"
@@ -23,9 +35,10 @@ namespace cairn {
 enum class ParamType { kString, kInt, kDouble, kDuration, kBool };
 const char* ParamTypeName(ParamType t);
 
+// One parameter of an operator type: the YAML key `name` of the operator's entry.
 struct ParamSpec {
   std::string name;
-  ParamType type;
+  ParamType type = ParamType::kString;
   std::string default_value;  // used when absent; ignored when required
   bool required = false;
   int64_t min_int = 0;        // for kInt: smallest allowed value
@@ -34,15 +47,19 @@ struct ParamSpec {
 
 enum class OperatorRole { kSource, kTransform, kSink };
 
+// An operator type, built with designated initialisers (in member order); name and create are
+// required, the rest have defaults.
 struct OperatorType {
   std::string name;
-  OperatorRole role;
+  OperatorRole role = OperatorRole::kTransform;
   bool keyed = false;  // needs key_by, gets keyed state
-  Schema output;       // empty key for sinks
+  Schema output;       // empty key for sinks; all empty: the schema of its input
   std::vector<ParamSpec> params;
-  std::string doc;
+  std::string doc;     // one paragraph for docs/configuration.md
   std::function<std::unique_ptr<Operator>(const OperatorConfig&)> create;
-  bool chain_head = false;  // always starts its own chain (its Admit paces the whole task)
+  // Always starts its own chain (a FlowControlled operator, whose Admit then paces the whole
+  // task).
+  bool chain_head = false;
   // How its operator state is redistributed when a restore changes its parallelism
   // (docs/state.md, "Rescaling"); kNone: it keeps no operator state.
   OperatorStateRule state;
@@ -64,17 +81,33 @@ struct OperatorType {
 const std::vector<OperatorType>& OperatorTypes();
 const OperatorType* FindOperatorType(std::string_view name);
 
-// Adds `type` to the registry; a second type of the same name aborts the program. Returns
-// true, so that a registration can initialise a static (CAIRN_REGISTER_OPERATOR).
+// Adds `type` to the registry; a type without a name or a factory, or a second type of the
+// same name, aborts the program. Returns true, so that a registration can initialise a static
+// (CAIRN_REGISTER_OPERATOR).
 bool RegisterOperatorType(OperatorType type);
 
+// A factory for OperatorType::create: a T made from the operator's validated config, or with
+// no arguments when T has no constructor taking one.
+template <typename T>
+std::unique_ptr<Operator> MakeOperator(const OperatorConfig& config) {
+  if constexpr (std::is_constructible_v<T, const OperatorConfig&>) {
+    return std::make_unique<T>(config);
+  } else {
+    return std::make_unique<T>();
+  }
+}
+
 }  // namespace cairn
 
-// Registers the OperatorType that `make` (a function taking nothing) returns, when the
-// program starts. Put it in the operator's own .cc file, after the operator's code.
-#define CAIRN_REGISTER_OPERATOR(make) \
-  [[maybe_unused]] static const bool cairn_registered_##make = ::cairn::RegisterOperatorType(make())
-
-namespace cairn {
-
-}  // namespace cairn
+// Registers an operator type when the program starts; the argument is the braced initialiser
+// of an OperatorType. Put it in the operator's own .cc file, after the operator's code. Members
+// left out of the initialiser take their defaults (without -Wmissing-field-initializers noise).
+#define CAIRN_REGISTER_OPERATOR(...)                                                           \
+  _Pragma("GCC diagnostic push")                                                               \
+  _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")                           \
+  [[maybe_unused]] static const bool CAIRN_REGISTRY_CONCAT(cairn_registered_, __COUNTER__) =    \
+      ::cairn::RegisterOperatorType(::cairn::OperatorType __VA_ARGS__);                        \
+  _Pragma("GCC diagnostic pop")                                                                \
+  static_assert(true, "the registration ends with a semicolon")
+#define CAIRN_REGISTRY_CONCAT(a, b) CAIRN_REGISTRY_CONCAT_INNER(a, b)
+#define CAIRN_REGISTRY_CONCAT_INNER(a, b) a##b

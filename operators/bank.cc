@@ -92,7 +92,7 @@ class BankAccounts final : public Operator {
     return Status::OK();
   }
 
-  void Process(int, const RecordBatch& in, RecordBatch* out) override {
+  Status Process(int, const RecordBatch& in, RecordBatch* out) override {
     for (size_t i = 0; i < in.size(); ++i) {
       std::string_view account = in.key(i);
       int64_t amount = in.a(i);
@@ -107,6 +107,7 @@ class BankAccounts final : public Operator {
       state_->Put(account, balance - moved);
       out->Add(AccountKey(in.b(i)), moved, -1);
     }
+    return Status::OK();
   }
 
  private:
@@ -117,34 +118,43 @@ class BankAccounts final : public Operator {
 
 }  // namespace
 
-OperatorType BankRequestsType() {
-  OperatorType t{"bank_requests", OperatorRole::kSource, false, Schema{"account", "amount", "to"},
-      {
-          {"count", ParamType::kInt, "100000", false, 0, "transfer requests to generate (over all subtasks)"},
-          {"seed", ParamType::kInt, "42", false, 0, "random seed; equal seeds give equal requests"},
-          {"accounts", ParamType::kInt, "1000", false, 1, "account ids are 0 .. accounts-1 (match bank_accounts)"},
-          {"max_amount", ParamType::kInt, "100", false, 1, "amounts are 1 .. max_amount"},
-          {"rate", ParamType::kInt, "0", false, 0, "requests per second per subtask; 0 = unlimited"},
-      },
-      "Generates seeded transfer requests (account, amount, to): move `amount` from `account` to "
-      "`to`. Request n depends only on the seed and n.",
-                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<BankRequests>(c); }};
-  t.state = StridedPosition::Rule();
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(BankRequestsType);
-OperatorType BankAccountsType() {
-  OperatorType t{"bank_accounts", OperatorRole::kTransform, true, Schema{"account", "amount", ""},
-      {
-          {"accounts", ParamType::kInt, "1000", false, 1, "number of accounts, ids 0 .. accounts-1"},
-          {"initial_balance", ParamType::kInt, "1000", false, 0, "balance of every account at a fresh start"},
-      },
-      "Keyed by account: keeps each balance as keyed state. A request debits its account by at most "
-      "the balance and emits a credit (account = destination, amount); a credit (an input record "
-      "from this operator) adds to the balance. Feed its output back into itself (a cycle).",
-                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<BankAccounts>(c); }};
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(BankAccountsType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "bank_requests",
+    .role = OperatorRole::kSource,
+    .output = Schema{"account", "amount", "to"},
+    .params = {
+        {.name = "count", .type = ParamType::kInt, .default_value = "100000",
+         .doc = "transfer requests to generate (over all subtasks)"},
+        {.name = "seed", .type = ParamType::kInt, .default_value = "42",
+         .doc = "random seed; equal seeds give equal requests"},
+        {.name = "accounts", .type = ParamType::kInt, .default_value = "1000", .min_int = 1,
+         .doc = "account ids are 0 .. accounts-1 (match bank_accounts)"},
+        {.name = "max_amount", .type = ParamType::kInt, .default_value = "100", .min_int = 1,
+         .doc = "amounts are 1 .. max_amount"},
+        {.name = "rate", .type = ParamType::kInt, .default_value = "0",
+         .doc = "requests per second per subtask; 0 = unlimited"},
+    },
+    .doc = "Generates seeded transfer requests (account, amount, to): move `amount` from `account` to "
+           "`to`. Request n depends only on the seed and n.",
+    .create = MakeOperator<BankRequests>,
+    .state = StridedPosition::Rule(),
+});
+
+CAIRN_REGISTER_OPERATOR({
+    .name = "bank_accounts",
+    .role = OperatorRole::kTransform,
+    .keyed = true,
+    .output = Schema{"account", "amount", ""},
+    .params = {
+        {.name = "accounts", .type = ParamType::kInt, .default_value = "1000", .min_int = 1,
+         .doc = "number of accounts, ids 0 .. accounts-1"},
+        {.name = "initial_balance", .type = ParamType::kInt, .default_value = "1000",
+         .doc = "balance of every account at a fresh start"},
+    },
+    .doc = "Keyed by account: keeps each balance as keyed state. A request debits its account by at most "
+           "the balance and emits a credit (account = destination, amount); a credit (an input record "
+           "from this operator) adds to the balance. Feed its output back into itself (a cycle).",
+    .create = MakeOperator<BankAccounts>,
+});
 
 }  // namespace cairn

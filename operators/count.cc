@@ -4,21 +4,21 @@
 #include <vector>
 
 #include "engine/base/key_groups.h"
-
+#include "engine/dataflow/operator_capabilities.h"
 #include "jobs/registry.h"
 #include "state/keyed_state.h"
 
 namespace cairn {
 namespace {
 
-class Count final : public Operator {
+class Count final : public Operator, public KeyedSummary {
  public:
   Status Open(OperatorContext& ctx) override {
     state_ = ctx.keyed_state;
     if (state_ == nullptr) return Status::Internal("count operator " + ctx.operator_id + " has no keyed state");
     return Status::OK();
   }
-  void Process(int, const RecordBatch& in, RecordBatch* out) override {
+  Status Process(int, const RecordBatch& in, RecordBatch* out) override {
     // Hash the batch first, then update with the slots (distance 16) and keys (distance 8)
     // of later records already on their way to the cache: the table is larger than the cache,
     // and a miss per lookup is what limits this loop.
@@ -31,6 +31,7 @@ class Count final : public Operator {
       std::string_view w = in.key(i);
       out->Add(w, state_->AddHashed(w, hashes_[i], 1));
     }
+    return Status::OK();
   }
   void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const override {
     std::vector<std::pair<int64_t, std::string_view>> all;
@@ -47,30 +48,16 @@ class Count final : public Operator {
   std::vector<uint64_t> hashes_;
 };
 
-class DiscardSink final : public Operator {
- public:
-  void Process(int, const RecordBatch& in, RecordBatch*) override { records_ += in.size(); }
-
- private:
-  uint64_t records_ = 0;
-};
-
 }  // namespace
 
-OperatorType CountType() {
-  OperatorType t{"count", OperatorRole::kTransform, true, Schema{"word", "count", ""}, {},
-                           "Keyed by word: for every input word emits (word, running count). The counts "
-                           "are keyed state, checkpointed to RocksDB by key group.",
-                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<Count>(); }};
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(CountType);
-OperatorType DiscardSinkType() {
-  OperatorType t{"discard_sink", OperatorRole::kSink, false, Schema{}, {},
-                           "Counts and drops its input (for benchmarks).",
-                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<DiscardSink>(); }};
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(DiscardSinkType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "count",
+    .role = OperatorRole::kTransform,
+    .keyed = true,
+    .output = Schema{"word", "count", ""},
+    .doc = "Keyed by word: for every input word emits (word, running count). The counts "
+           "are keyed state, checkpointed to RocksDB by key group.",
+    .create = MakeOperator<Count>,
+});
 
 }  // namespace cairn

@@ -10,7 +10,9 @@
 // snapshot the current file is closed and becomes pending for that checkpoint; the async part
 // fsyncs every pending file (also those of earlier checkpoints that failed before their own
 // fsync ran); NotifyCheckpointComplete renames the pending files of completed checkpoints,
-// never over an existing file (RENAME_NOREPLACE). The operator state lists the pending files and
+// never over an existing file (RENAME_NOREPLACE). A failed write or rename is returned by the
+// call that met it; a failed write leaves the unwritten bytes buffered, so that a snapshot
+// that failed on one can be retried by the next. The operator state lists the pending files and
 // the next sequence number, so a restore commits what the restored checkpoint owes, deletes
 // in-progress files written after it, and sets aside committed files written after it (output
 // of a newer checkpoint that the restore abandons, which the job now produces again). Sequence
@@ -170,8 +172,7 @@ class FileSink final : public Operator {
     return FsyncDir(dir_);
   }
 
-  void Process(int, const RecordBatch& in, RecordBatch*) override {
-    if (!status_.ok()) return;
+  Status Process(int, const RecordBatch& in, RecordBatch*) override {
     for (size_t i = 0; i < in.size(); ++i) {
       std::string_view k = in.key(i);
       buf_.append(k.data(), k.size());
@@ -181,21 +182,18 @@ class FileSink final : public Operator {
       buf_.append(num, r.ptr);
       buf_.push_back('\n');
     }
-    if (buf_.size() >= kFlushBytes) Flush();
+    if (buf_.size() >= kFlushBytes) return Flush();
+    return Status::OK();
   }
 
   Status SnapshotState(CheckpointId id, OperatorSnapshot* snap) override {
     if (fd_ >= 0 || !buf_.empty()) {
-      Flush();
-      if (fd_ >= 0) {
-        close(fd_);
-        fd_ = -1;
-      }
-      if (!status_.ok()) return status_;
+      CAIRN_RETURN_IF_ERROR(Flush());
+      close(fd_);
+      fd_ = -1;
       pending_.push_back({next_seq_, id});
       ++next_seq_;
     }
-    if (!status_.ok()) return status_;
     PutLengthPrefixed(&snap->operator_state, run_);
     PutFixed64(&snap->operator_state, next_seq_);
     PutFixed64(&snap->operator_state, pending_.size());
@@ -225,17 +223,19 @@ class FileSink final : public Operator {
     return Status::OK();
   }
 
-  void NotifyCheckpointComplete(CheckpointId id) override {
+  Status NotifyCheckpointComplete(CheckpointId id) override {
+    // In order; a file that cannot be committed stops the commits and stays pending.
+    Status s;
     size_t done = 0;
     for (; done < pending_.size() && pending_[done].checkpoint <= id; ++done) {
-      Status s = Commit(InProgressPath(pending_[done].seq), CommittedPath(pending_[done].seq));
-      if (!s.ok() && status_.ok()) status_ = s;
+      s = Commit(InProgressPath(pending_[done].seq), CommittedPath(pending_[done].seq));
+      if (!s.ok()) break;
       if (done == 0) CAIRN_CRASH_POINT("sink.commit");
     }
-    if (done == 0) return;
+    if (done == 0) return s;
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<long>(done));
-    Status s = FsyncDir(dir_);
-    if (!s.ok() && status_.ok()) status_ = s;
+    Status synced = FsyncDir(dir_);
+    return s.ok() ? synced : s;
   }
 
   Status Close() override {
@@ -243,7 +243,7 @@ class FileSink final : public Operator {
       close(fd_);
       fd_ = -1;
     }
-    return status_;
+    return Status::OK();
   }
 
  private:
@@ -307,29 +307,28 @@ class FileSink final : public Operator {
   std::string InProgressPath(uint64_t seq) const { return dir_ + "/.part-" + Name(seq) + ".inprogress"; }
   std::string CommittedPath(uint64_t seq) const { return dir_ + "/part-" + Name(seq); }
 
-  void Flush() {
-    if (buf_.empty() || !status_.ok()) return;
+  // Writes the buffer to the current in-progress file (created when there is none). On an
+  // error the bytes not written stay buffered, so that a later Flush continues the file.
+  Status Flush() {
+    if (buf_.empty()) return Status::OK();
     if (fd_ < 0) {
       std::string p = InProgressPath(next_seq_);
       fd_ = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd_ < 0) {
-        status_ = Status::FromErrno("operator " + id_ + ": cannot create", p, errno);
-        return;
-      }
+      if (fd_ < 0) return Status::FromErrno("operator " + id_ + ": cannot create", p, errno);
     }
-    const char* p = buf_.data();
-    size_t left = buf_.size();
-    while (left > 0) {
-      ssize_t w = write(fd_, p, left);
+    size_t written = 0;
+    while (written < buf_.size()) {
+      ssize_t w = write(fd_, buf_.data() + written, buf_.size() - written);
       if (w < 0) {
         if (errno == EINTR) continue;
-        status_ = Status::FromErrno("operator " + id_ + ": cannot write", InProgressPath(next_seq_), errno);
-        return;
+        const int err = errno;
+        buf_.erase(0, written);
+        return Status::FromErrno("operator " + id_ + ": cannot write", InProgressPath(next_seq_), err);
       }
-      p += w;
-      left -= static_cast<size_t>(w);
+      written += static_cast<size_t>(w);
     }
     buf_.clear();
+    return Status::OK();
   }
 
   static constexpr size_t kFlushBytes = 1 << 20;
@@ -341,7 +340,6 @@ class FileSink final : public Operator {
   int fd_ = -1;
   std::string buf_;
   std::vector<Pending> pending_;
-  Status status_;  // the first write/commit error; reported at the next snapshot or Close
 };
 
 }  // namespace
@@ -433,18 +431,18 @@ static Status FileSinkSetAsideOutput(const OperatorConfig& c, size_t* moved) {
   return FsyncDir(dir);
 }
 
-OperatorType FileSinkType() {
-  OperatorType t{"file_sink", OperatorRole::kSink, false, Schema{},
-      {{"path", ParamType::kString, "", true, 0, "output directory"}},
-      "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
-      "`.`) that become visible only when the checkpoint covering them completes.",
-                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<FileSink>(c); }};
-  t.state = FileSinkStateRule();
-  t.preflight = FileSinkPreflight;
-  t.committed_output = FileSinkCommittedOutput;
-  t.set_aside_output = FileSinkSetAsideOutput;
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(FileSinkType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "file_sink",
+    .role = OperatorRole::kSink,
+    .output = Schema{},
+    .params = {{.name = "path", .type = ParamType::kString, .required = true, .doc = "output directory"}},
+    .doc = "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
+           "`.`) that become visible only when the checkpoint covering them completes.",
+    .create = MakeOperator<FileSink>,
+    .state = FileSinkStateRule(),
+    .preflight = FileSinkPreflight,
+    .committed_output = FileSinkCommittedOutput,
+    .set_aside_output = FileSinkSetAsideOutput,
+});
 
 }  // namespace cairn

@@ -313,18 +313,19 @@ static OperatorStateRule FileSourceStateRule() {
   return r;
 }
 
-OperatorType FileSourceType() {
-  OperatorType t{"file_source", OperatorRole::kSource, false, Schema{"line", "", ""},
-      {
-          {"path", ParamType::kString, "", true, 0, "text file to read, line by line"},
-          {"rate", ParamType::kInt, "0", false, 0, "records (lines) per second per subtask; 0 = unlimited"},
-      },
-      "Reads a text file line by line. With parallelism p, subtask i reads the lines that start in the "
-      "i-th of p equal byte ranges. Its read position is part of the checkpoint.",
-                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<FileSource>(c); }};
-  t.state = FileSourceStateRule();
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(FileSourceType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "file_source",
+    .role = OperatorRole::kSource,
+    .output = Schema{"line", "", ""},
+    .params = {
+        {.name = "path", .type = ParamType::kString, .required = true, .doc = "text file to read, line by line"},
+        {.name = "rate", .type = ParamType::kInt, .default_value = "0",
+         .doc = "records (lines) per second per subtask; 0 = unlimited"},
+    },
+    .doc = "Reads a text file line by line. With parallelism p, subtask i reads the lines that start in the "
+           "i-th of p equal byte ranges. Its read position is part of the checkpoint.",
+    .create = MakeOperator<FileSource>,
+    .state = FileSourceStateRule(),
+});
 
 }  // namespace cairn

@@ -95,22 +95,28 @@ class GeneratorSource final : public SourceOperator {
 }  // namespace
 
 
-OperatorType GeneratorType() {
-  OperatorType t{"generator", OperatorRole::kSource, false, Schema{"line", "", ""},
-      {
-          {"words", ParamType::kInt, "10000000", false, 0, "total words to generate (over all subtasks)"},
-          {"words_per_line", ParamType::kInt, "10", false, 1, "words in each line"},
-          {"vocabulary", ParamType::kInt, "100000", false, 1, "number of distinct words"},
-          {"zipf", ParamType::kDouble, "1.0", false, 0, "Zipf exponent s of the word distribution"},
-          {"seed", ParamType::kInt, "42", false, 0, "random seed; equal seeds give equal text"},
-          {"rate", ParamType::kInt, "0", false, 0, "lines per second per subtask; 0 = unlimited"},
-      },
-      "Generates deterministic, seeded lines of Zipf-distributed words. Line n depends only on the "
-      "seed and n, so any parallelism and any restore produce the same text.",
-                 [](const OperatorConfig& c) -> std::unique_ptr<Operator> { return std::make_unique<GeneratorSource>(c); }};
-  t.state = StridedPosition::Rule();
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(GeneratorType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "generator",
+    .role = OperatorRole::kSource,
+    .output = Schema{"line", "", ""},
+    .params = {
+        {.name = "words", .type = ParamType::kInt, .default_value = "10000000",
+         .doc = "total words to generate (over all subtasks)"},
+        {.name = "words_per_line", .type = ParamType::kInt, .default_value = "10", .min_int = 1,
+         .doc = "words in each line"},
+        {.name = "vocabulary", .type = ParamType::kInt, .default_value = "100000", .min_int = 1,
+         .doc = "number of distinct words"},
+        {.name = "zipf", .type = ParamType::kDouble, .default_value = "1.0",
+         .doc = "Zipf exponent s of the word distribution"},
+        {.name = "seed", .type = ParamType::kInt, .default_value = "42",
+         .doc = "random seed; equal seeds give equal text"},
+        {.name = "rate", .type = ParamType::kInt, .default_value = "0",
+         .doc = "lines per second per subtask; 0 = unlimited"},
+    },
+    .doc = "Generates deterministic, seeded lines of Zipf-distributed words. Line n depends only on the "
+           "seed and n, so any parallelism and any restore produce the same text.",
+    .create = MakeOperator<GeneratorSource>,
+    .state = StridedPosition::Rule(),
+});
 
 }  // namespace cairn

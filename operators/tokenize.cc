@@ -16,7 +16,7 @@ constexpr std::array<bool, 256> kIsSpace = MakeSpaceTable();
 
 class Tokenize final : public Operator {
  public:
-  void Process(int, const RecordBatch& in, RecordBatch* out) override {
+  Status Process(int, const RecordBatch& in, RecordBatch* out) override {
     for (size_t i = 0; i < in.size(); ++i) {
       std::string_view line = in.key(i);
       const unsigned char* p = reinterpret_cast<const unsigned char*>(line.data());
@@ -28,18 +28,19 @@ class Tokenize final : public Operator {
         if (j > start) out->Add(line.substr(start, j - start));
       }
     }
+    return Status::OK();
   }
 };
 
 }  // namespace
 
-OperatorType TokenizeType() {
-  OperatorType t{"tokenize", OperatorRole::kTransform, false, Schema{"word", "", ""}, {},
-                           "Splits each line into words: maximal runs of bytes that are not ASCII "
-                           "whitespace (space, \\t, \\n, \\r, \\v, \\f). Bytes pass through untouched.",
-                 [](const OperatorConfig&) -> std::unique_ptr<Operator> { return std::make_unique<Tokenize>(); }};
-  return t;
-}
-CAIRN_REGISTER_OPERATOR(TokenizeType);
+CAIRN_REGISTER_OPERATOR({
+    .name = "tokenize",
+    .role = OperatorRole::kTransform,
+    .output = Schema{"word", "", ""},
+    .doc = "Splits each line into words: maximal runs of bytes that are not ASCII "
+           "whitespace (space, \\t, \\n, \\r, \\v, \\f). Bytes pass through untouched.",
+    .create = MakeOperator<Tokenize>,
+});
 
 }  // namespace cairn

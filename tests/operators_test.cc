@@ -16,6 +16,7 @@
 
 #include "engine/base/storage_faults.h"
 #include "engine/dataflow/operator.h"
+#include "engine/dataflow/operator_capabilities.h"
 #include "jobs/registry.h"
 #include "state/keyed_state.h"
 #include "tests/test_util.h"
@@ -99,7 +100,7 @@ std::vector<std::string> Tokenize(std::initializer_list<std::string_view> lines)
   OperatorContext ctx = Context("tokenize");
   EXPECT_TRUE(op->Open(ctx).ok());
   RecordBatch in = Batch(lines), out;
-  op->Process(0, in, &out);
+  EXPECT_TRUE(op->Process(0, in, &out).ok());
   return Keys(out);
 }
 
@@ -433,8 +434,8 @@ TEST(CountTest, EmitsTheRunningCountOfEveryWord) {
   ASSERT_TRUE(op->Open(ctx).ok());
 
   RecordBatch out;
-  op->Process(0, Batch({"a", "b", "a"}), &out);
-  op->Process(0, Batch({"a", "c", "b"}), &out);
+  ASSERT_TRUE(op->Process(0, Batch({"a", "b", "a"}), &out).ok());
+  ASSERT_TRUE(op->Process(0, Batch({"a", "c", "b"}), &out).ok());
   ASSERT_EQ(out.size(), 6u);
   std::vector<std::pair<std::string, int64_t>> got;
   for (size_t i = 0; i < out.size(); ++i) got.emplace_back(out.key(i), out.a(i));
@@ -454,7 +455,7 @@ TEST(CountTest, ContinuesFromRestoredCounts) {
   ctx.keyed_state = &state;
   ASSERT_TRUE(op->Open(ctx).ok());
   RecordBatch out;
-  op->Process(0, Batch({"a"}), &out);
+  ASSERT_TRUE(op->Process(0, Batch({"a"}), &out).ok());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out.a(0), 42);
 }
@@ -464,6 +465,43 @@ TEST(CountTest, RefusesToOpenWithoutKeyedState) {
   OperatorContext ctx = Context("count");
   Status s = op->Open(ctx);
   EXPECT_FALSE(s.ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Capabilities: only the operators that need one have it.
+
+TEST(OperatorCapabilitiesTest, CountIsAKeyedSummaryNamingItsLargestKeys) {
+  auto op = Create(Config("count", "count"));
+  OperatorContext ctx = Context("count");
+  KeyedInt64State state(128, ctx.key_groups);
+  ctx.keyed_state = &state;
+  ASSERT_TRUE(op->Open(ctx).ok());
+  RecordBatch out;
+  ASSERT_TRUE(op->Process(0, Batch({"b", "a", "c", "a", "b", "a", "d"}), &out).ok());
+  const auto* summary = dynamic_cast<const KeyedSummary*>(op.get());
+  ASSERT_NE(summary, nullptr);
+  std::vector<std::pair<std::string, int64_t>> top;
+  summary->TopKeys(3, &top);
+  EXPECT_THAT(top, ElementsAre(std::pair<std::string, int64_t>{"a", 3}, std::pair<std::string, int64_t>{"b", 2},
+                               std::pair<std::string, int64_t>{"c", 1}));
+  EXPECT_EQ(dynamic_cast<FlowControlled*>(op.get()), nullptr);
+}
+
+TEST(OperatorCapabilitiesTest, ThrottleIsFlowControlledAndAdmitsOneRecordAtItsFirstAsk) {
+  auto op = Create(Config("throttle", "throttle", {{"rate", "1"}}));
+  auto* flow = dynamic_cast<FlowControlled*>(op.get());
+  ASSERT_NE(flow, nullptr);
+  Operator::Clock::time_point resume_at;
+  EXPECT_EQ(flow->Admit(100, &resume_at), 1u);  // its budget at the start: one record
+  EXPECT_EQ(dynamic_cast<KeyedSummary*>(op.get()), nullptr);
+}
+
+TEST(OperatorCapabilitiesTest, OtherOperatorsHaveNoCapability) {
+  for (const char* type : {"tokenize", "discard_sink"}) {
+    auto op = Create(Config(type, type));
+    EXPECT_EQ(dynamic_cast<FlowControlled*>(op.get()), nullptr) << type;
+    EXPECT_EQ(dynamic_cast<KeyedSummary*>(op.get()), nullptr) << type;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -494,7 +532,8 @@ class FileSinkTest : public ::testing::Test {
   static void Write(Operator* sink, std::initializer_list<std::pair<std::string_view, int64_t>> records) {
     RecordBatch in, unused;
     for (const auto& [k, v] : records) in.Add(k, v);
-    sink->Process(0, in, &unused);
+    Status s = sink->Process(0, in, &unused);
+    EXPECT_TRUE(s.ok()) << s.ToString();
   }
 
   std::vector<std::string> Committed() const {
@@ -519,7 +558,7 @@ TEST_F(FileSinkTest, RecordsBeforeASnapshotBecomeVisibleOnlyWhenItsCheckpointCom
   Snapshot(sink.get(), 1);
   EXPECT_THAT(Committed(), IsEmpty());
 
-  sink->NotifyCheckpointComplete(1);
+  EXPECT_TRUE(sink->NotifyCheckpointComplete(1).ok());
   EXPECT_THAT(Committed(), ElementsAre("apple\t1", "pear\t2"));
   EXPECT_TRUE(sink->Close().ok());
 }
@@ -534,7 +573,7 @@ TEST_F(FileSinkTest, PendingFilesAreHiddenByALeadingDot) {
   ASSERT_EQ(names.size(), 2u);
   for (const std::string& n : names) EXPECT_EQ(n[0], '.') << n;
 
-  sink->NotifyCheckpointComplete(2);
+  EXPECT_TRUE(sink->NotifyCheckpointComplete(2).ok());
   names = FileNames();
   ASSERT_EQ(names.size(), 2u);
   for (const std::string& n : names) EXPECT_NE(n[0], '.') << n;
@@ -545,12 +584,12 @@ TEST_F(FileSinkTest, RecordsAfterASnapshotWaitForTheNextCheckpoint) {
   Write(sink.get(), {{"before", 1}});
   Snapshot(sink.get(), 1);
   Write(sink.get(), {{"after", 1}});
-  sink->NotifyCheckpointComplete(1);
+  EXPECT_TRUE(sink->NotifyCheckpointComplete(1).ok());
   EXPECT_THAT(Committed(), ElementsAre("before\t1"));
 
   Snapshot(sink.get(), 2);
   EXPECT_THAT(Committed(), ElementsAre("before\t1"));
-  sink->NotifyCheckpointComplete(2);
+  EXPECT_TRUE(sink->NotifyCheckpointComplete(2).ok());
   EXPECT_THAT(Committed(), ElementsAre("after\t1", "before\t1"));
 }
 
@@ -560,7 +599,7 @@ TEST_F(FileSinkTest, NotificationOfALaterCheckpointCommitsEveryEarlierOne) {
   Snapshot(sink.get(), 1);
   Write(sink.get(), {{"two", 1}});
   Snapshot(sink.get(), 2);
-  sink->NotifyCheckpointComplete(2);
+  EXPECT_TRUE(sink->NotifyCheckpointComplete(2).ok());
   EXPECT_THAT(Committed(), ElementsAre("one\t1", "two\t1"));
 }
 
@@ -587,7 +626,7 @@ TEST_F(FileSinkTest, RestoreCommitsWhatTheCheckpointOwesAndDeletesWritesAfterIt)
   // The restored sink carries on and its new files never bring back the discarded writes.
   Write(restored.get(), {{"new", 1}});
   Snapshot(restored.get(), 2);
-  restored->NotifyCheckpointComplete(2);
+  EXPECT_TRUE(restored->NotifyCheckpointComplete(2).ok());
   EXPECT_THAT(Committed(), ElementsAre("new\t1", "owed\t1", "owed\t2"));
 }
 
@@ -644,7 +683,7 @@ TEST_F(FileSinkTest, RestoreOfAnAlreadyCommittedFileIsANoOp) {
     auto sink = OpenSink();
     Write(sink.get(), {{"owed", 1}});
     state_at_1 = Snapshot(sink.get(), 1);
-    sink->NotifyCheckpointComplete(1);  // committed, then the process died
+    EXPECT_TRUE(sink->NotifyCheckpointComplete(1).ok());  // committed, then the process died
   }
   auto restored = OpenSink(0, state_at_1);
   EXPECT_THAT(Committed(), ElementsAre("owed\t1"));
@@ -660,12 +699,12 @@ TEST_F(FileSinkTest, ACommitNeverReplacesAnExistingFileAndFailsLoudly) {
   // ".part-<name>.inprogress" commits to "part-<name>": put a foreign file there.
   const std::string target = out() + "/" + names[0].substr(1, names[0].size() - 1 - std::string(".inprogress").size());
   testing::WriteText(target, "foreign\t7\n");
-  sink->NotifyCheckpointComplete(1);
-  Status s = sink->Close();
+  Status s = sink->NotifyCheckpointComplete(1);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find(target + " already exists"), std::string::npos) << s.ToString();
   EXPECT_EQ(testing::ReadText(target), "foreign\t7\n");
   EXPECT_TRUE(std::filesystem::exists(out() + "/" + names[0])) << "the pending file is kept";
+  EXPECT_TRUE(sink->Close().ok());
 }
 
 TEST_F(FileSinkTest, RestoreOfAnOlderCheckpointSetsAsideLaterCommittedOutputAndNeverReusesANumber) {
@@ -675,13 +714,13 @@ TEST_F(FileSinkTest, RestoreOfAnOlderCheckpointSetsAsideLaterCommittedOutputAndN
     auto sink = OpenSink();
     Write(sink.get(), {{"one", 1}});
     state_at_1 = Snapshot(sink.get(), 1);
-    sink->NotifyCheckpointComplete(1);
+    EXPECT_TRUE(sink->NotifyCheckpointComplete(1).ok());
     Write(sink.get(), {{"two", 1}});
     Snapshot(sink.get(), 2);
-    sink->NotifyCheckpointComplete(2);
+    EXPECT_TRUE(sink->NotifyCheckpointComplete(2).ok());
     Write(sink.get(), {{"three", 1}});
     Snapshot(sink.get(), 3);
-    sink->NotifyCheckpointComplete(3);
+    EXPECT_TRUE(sink->NotifyCheckpointComplete(3).ok());
     Write(sink.get(), {{"four", 1}});
     Snapshot(sink.get(), 4);  // never completes
   }
@@ -697,7 +736,7 @@ TEST_F(FileSinkTest, RestoreOfAnOlderCheckpointSetsAsideLaterCommittedOutputAndN
 
   Write(restored.get(), {{"two", 1}, {"three", 1}});
   Snapshot(restored.get(), 5);
-  restored->NotifyCheckpointComplete(5);
+  EXPECT_TRUE(restored->NotifyCheckpointComplete(5).ok());
   EXPECT_TRUE(restored->Close().ok());
   EXPECT_THAT(Committed(), ElementsAre("one\t1", "three\t1", "two\t1"));
   for (const std::string& n : FileNames()) {
@@ -742,11 +781,38 @@ TEST_F(FileSinkTest, AnAsyncPartSucceedsWhenAnEarlierConcurrentCheckpointCommitt
   Write(sink.get(), {{"two", 1}});
   OperatorSnapshot second;  // checkpoint 2's async part is still queued ...
   ASSERT_TRUE(sink->SnapshotState(2, &second).ok());
-  sink->NotifyCheckpointComplete(1);  // ... when checkpoint 1 completes and commits its file
+  EXPECT_TRUE(sink->NotifyCheckpointComplete(1).ok());  // ... when checkpoint 1 completes and commits its file
   ASSERT_TRUE(second.async_part);
   Status s = second.async_part();
   EXPECT_TRUE(s.ok()) << s.ToString();
-  sink->NotifyCheckpointComplete(2);
+  EXPECT_TRUE(sink->NotifyCheckpointComplete(2).ok());
+  EXPECT_TRUE(sink->Close().ok());
+  EXPECT_THAT(Committed(), ElementsAre("one\t1", "two\t1"));
+}
+
+TEST_F(FileSinkTest, AFailedWriteIsReturnedByTheProcessCallThatMetIt) {
+  auto sink = OpenSink();
+  std::filesystem::remove_all(out());  // the in-progress file cannot be created
+  RecordBatch in, unused;
+  in.Add(std::string(3 << 19, 'b'), 1);  // 1.5 MiB: written at once
+  Status s = sink->Process(0, in, &unused);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("operator sink: cannot create " + out() + "/.part-"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(sink->Close().ok()) << "the error was reported once, by Process";
+}
+
+TEST_F(FileSinkTest, ASnapshotThatFailedToWriteIsRetriedByTheNextWithoutLosingARecord) {
+  auto sink = OpenSink();
+  Write(sink.get(), {{"one", 1}});
+  std::filesystem::remove_all(out());
+  OperatorSnapshot failed;
+  Status s = sink->SnapshotState(1, &failed);
+  EXPECT_NE(s.message().find("operator sink: cannot create " + out() + "/.part-"), std::string::npos)
+      << s.ToString();  // checkpoint 1 is declined; the job goes on
+  std::filesystem::create_directories(out());
+  Write(sink.get(), {{"two", 1}});
+  Snapshot(sink.get(), 2);
+  EXPECT_TRUE(sink->NotifyCheckpointComplete(2).ok());
   EXPECT_TRUE(sink->Close().ok());
   EXPECT_THAT(Committed(), ElementsAre("one\t1", "two\t1"));
 }

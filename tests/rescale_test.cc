@@ -452,14 +452,14 @@ TEST(SinkRescaleTest, EveryPendingFileOfTheOldSubtasksIsCommittedOnceAndLaterOne
     ASSERT_TRUE(op->Open(ctx).ok());
     RecordBatch b;
     b.Add("before" + std::to_string(j), 1);
-    op->Process(0, b, nullptr);
+    ASSERT_TRUE(op->Process(0, b, nullptr).ok());
     OperatorSnapshot snap;
     ASSERT_TRUE(op->SnapshotState(5, &snap).ok());  // pending for checkpoint 5, not committed
     ASSERT_TRUE(!snap.async_part || snap.async_part().ok());
     states[j] = snap.operator_state;
     RecordBatch after;
     after.Add("after" + std::to_string(j), 1);  // written after checkpoint 5: must go
-    op->Process(0, after, nullptr);
+    ASSERT_TRUE(op->Process(0, after, nullptr).ok());
     OperatorSnapshot later;
     ASSERT_TRUE(op->SnapshotState(6, &later).ok());
     ASSERT_TRUE(op->Close().ok());
@@ -483,11 +483,11 @@ TEST(SinkRescaleTest, EveryPendingFileOfTheOldSubtasksIsCommittedOnceAndLaterOne
   // The restored subtask writes under a new run: nothing old is overwritten when it commits.
   RecordBatch b;
   b.Add("new", 1);
-  op->Process(0, b, nullptr);
+  ASSERT_TRUE(op->Process(0, b, nullptr).ok());
   OperatorSnapshot snap;
   ASSERT_TRUE(op->SnapshotState(7, &snap).ok());
   ASSERT_TRUE(!snap.async_part || snap.async_part().ok());
-  op->NotifyCheckpointComplete(7);
+  ASSERT_TRUE(op->NotifyCheckpointComplete(7).ok());
   ASSERT_TRUE(op->Close().ok());
   lines = testing::CommittedLines(out);
   std::sort(lines.begin(), lines.end());
@@ -524,7 +524,7 @@ TEST(KeyGroupCheckTest, CountOperatorGivenARecordOfAnotherSubtaskLeavesItsStateA
   RecordBatch in, out;
   in.Add(KeysOwnedBy(1, 3, 1)[0]);
   in.Add(KeysOwnedBy(0, 3, 1)[0]);
-  op->Process(0, in, &out);
+  ASSERT_TRUE(op->Process(0, in, &out).ok());
   EXPECT_EQ(state.size(), 1u);
   EXPECT_FALSE(state.foreign_key_error().ok());  // the task fails on this (engine/runtime/task.cc)
 }
@@ -543,7 +543,7 @@ TEST(KeyGroupCheckTest, BankAccountsCreditForAnAccountItDoesNotOwnIsRefused) {
     if (Owner(std::to_string(a), 3) != 0) foreign = std::to_string(a);
   RecordBatch in, out;
   in.Add(foreign, 12, -1);  // a credit
-  op->Process(0, in, &out);
+  ASSERT_TRUE(op->Process(0, in, &out).ok());
   EXPECT_EQ(state.size(), owned);
   EXPECT_FALSE(state.foreign_key_error().ok());
 }

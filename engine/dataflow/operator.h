@@ -13,7 +13,15 @@
 //                                  final; notifications may skip ids).
 //   Finish(out)                    once, after every input ended: emit what remains.
 //   Close()                        once, also after a failure.
+// Errors are returned when they happen, never kept for a later call. An error from Process,
+// NotifyCheckpointComplete or Finish fails the job with that status, its message prefixed with
+// the task and "operator <id>[<subtask>]"; one from Open or Close fails the job as it is (name
+// the operator in it). After a failure the operator is only closed. An error from SnapshotState
+// (or its async part) declines that checkpoint only (checkpoint.tolerable_failures) and the
+// task goes on: the operator must then still work, or keep failing.
 // Keyed operators find their state in ctx.keyed_state; the framework snapshots and restores it.
+// Capabilities that only some operators have are separate interfaces an operator may also
+// derive from (engine/dataflow/operator_capabilities.h).
 #pragma once
 
 #include <chrono>
@@ -52,25 +60,20 @@ struct OperatorSnapshot {
 
 class Operator {
  public:
+  using Clock = std::chrono::steady_clock;
+
   virtual ~Operator() = default;
   virtual Status Open(OperatorContext& ctx) { return Status::OK(); }
-  virtual void Process(int input, const RecordBatch& in, RecordBatch* out) {}
+  virtual Status Process(int input, const RecordBatch& in, RecordBatch* out) { return Status::OK(); }
   virtual Status SnapshotState(CheckpointId id, OperatorSnapshot* snap) { return Status::OK(); }
-  virtual void NotifyCheckpointComplete(CheckpointId id) {}
-  virtual void Finish(RecordBatch* out) {}
+  virtual Status NotifyCheckpointComplete(CheckpointId id) { return Status::OK(); }
+  virtual Status Finish(RecordBatch* out) { return Status::OK(); }
   virtual Status Close() { return Status::OK(); }
-  // Flow control (a throttle): how many of the next `want` input records may be processed now.
-  // 0 means none until *resume_at. Asked only of the head operator of a chain; the default
-  // admits everything.
-  using Clock = std::chrono::steady_clock;
-  virtual size_t Admit(size_t want, Clock::time_point* resume_at) { return want; }
-  // For the run summary: up to `k` keys with the largest values in this subtask's state
-  // (keyed operators only; called after Finish).
-  virtual void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const {}
 };
 
 // A source produces records from outside the dataflow. Its read position must be part of its
 // operator state, so that a restore resumes exactly after the last record of the checkpoint.
+// A source heads its chain and is polled instead of processing input.
 class SourceOperator : public Operator {
  public:
   enum class PollResult {

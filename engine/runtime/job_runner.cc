@@ -16,6 +16,7 @@
 
 #include "engine/base/file_util.h"
 #include "engine/checkpoint/snapshot_persister.h"
+#include "engine/dataflow/operator_capabilities.h"
 #include "engine/runtime/checkpoint_dir_lock.h"
 #include "engine/runtime/deploy.h"
 #include "engine/runtime/execution_plan.h"
@@ -200,7 +201,8 @@ void CollectRecordsAndCheckpoints(const std::vector<Task*>& tasks, const Checkpo
 
 void CollectTopKeys(const std::vector<Task*>& tasks, RunSummary* summary) {
   for (Task* t : tasks)
-    for (auto& c : t->chain()) c.op->TopKeys(kTopKeys, &summary->top_keys);
+    for (auto& c : t->chain())
+      if (const auto* keyed = dynamic_cast<const KeyedSummary*>(c.op.get())) keyed->TopKeys(kTopKeys, &summary->top_keys);
   std::sort(summary->top_keys.begin(), summary->top_keys.end(),
             [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   if (summary->top_keys.size() > kTopKeys) summary->top_keys.resize(kTopKeys);

@@ -4,6 +4,7 @@
 
 #include "engine/base/crash_points.h"
 #include "engine/checkpoint/snapshot_persister.h"
+#include "engine/dataflow/operator_capabilities.h"
 #include "state/keyed_state.h"
 
 namespace cairn {
@@ -24,6 +25,7 @@ Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint
                     [this](const Barrier& b, PersistJob* job) { SnapshotChain(b, job); }),
       listener_(listener) {
   source_ = dynamic_cast<SourceOperator*>(chain_.front().op.get());
+  flow_control_ = dynamic_cast<FlowControlled*>(chain_.front().op.get());
   out_.set_blocked_handler(this);
 }
 
@@ -66,6 +68,19 @@ void Task::Fail(const Status& s) {
   listener_->TaskFailed(index_, s.WithContext("task " + name_));
 }
 
+bool Task::OperatorFailed(const ChainedOperator& c, const Status& s) {
+  Fail(s.WithContext("operator " + c.ctx.operator_id + "[" + std::to_string(c.ctx.subtask) + "]"));
+  return false;
+}
+
+bool Task::NotifyChain(CheckpointId id) {
+  for (auto& c : chain_) {
+    Status s = c.op->NotifyCheckpointComplete(id);
+    if (!s.ok()) return OperatorFailed(c, s);
+  }
+  return true;
+}
+
 void Task::Run() {
   if (source_ != nullptr) {
     RunSource();
@@ -91,7 +106,7 @@ bool Task::HandleControl() {
         break;
       }
       case Control::Kind::kNotify:
-        for (auto& op : chain_) op.op->NotifyCheckpointComplete(c.id);
+        if (!NotifyChain(c.id)) return false;
         break;
       case Control::Kind::kTerminate:
         terminated_ = true;
@@ -131,7 +146,7 @@ bool Task::OnBlocked(Clock::time_point* deadline) {
       ok = checkpointer_.Checkpoint(c.barrier, SubtaskCheckpointMode::kUnaligned, 0, false);
       if (ok) CAIRN_CRASH_POINT("source.barrier_injected");
     } else if (c.kind == Control::Kind::kNotify) {
-      for (auto& op : chain_) op.op->NotifyCheckpointComplete(c.id);
+      ok = NotifyChain(c.id);
     } else if (c.kind == Control::Kind::kDump) {
       PrintState();
     } else {
@@ -155,7 +170,8 @@ bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
     buffers_[i].clear();
     // A sink's "output" is what it consumed.
     if (i + 1 == chain_.size() && !out_.has_outputs()) records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
-    chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
+    Status s = chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
+    if (!s.ok()) return OperatorFailed(chain_[i], s);
     if (chain_[i].keyed_state != nullptr && !chain_[i].keyed_state->foreign_key_error().ok()) {
       // Never let a record change state its subtask does not own: fail the job loudly.
       Fail(chain_[i].keyed_state->foreign_key_error().WithContext(
@@ -173,7 +189,8 @@ bool Task::FinishChain(size_t from) {
   // Finish each operator in order; what one emits flows through the rest of the chain.
   for (size_t i = from; i < chain_.size(); ++i) {
     buffers_[i].clear();
-    chain_[i].op->Finish(&buffers_[i]);
+    Status s = chain_[i].op->Finish(&buffers_[i]);
+    if (!s.ok()) return OperatorFailed(chain_[i], s);
     if (!buffers_[i].empty()) {
       RecordBatch emitted;
       std::swap(emitted, buffers_[i]);
@@ -240,7 +257,7 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
   RecordBatch& batch = *current_.batch;
   size_t want = batch.size() - current_offset_;
   size_t n = want;
-  if (want > 0) n = chain_[0].op->Admit(want, resume_at);
+  if (want > 0 && flow_control_ != nullptr) n = flow_control_->Admit(want, resume_at);
   if (n == 0 && want > 0) {
     *waiting = true;
     return true;

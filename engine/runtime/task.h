@@ -29,6 +29,7 @@
 
 namespace cairn {
 
+class FlowControlled;
 class SnapshotPersister;
 
 // What a task reports to the job: checkpoint-protocol events and failures.
@@ -99,6 +100,9 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   bool LoadRestoredChannels();  // false (and failed) when a channel is not an input
   void PrintState();
   bool FinishChain(size_t from);
+  bool NotifyChain(CheckpointId id);  // false (and failed) when an operator fails
+  // Fails the task with `s` from chain operator `c`, naming it; returns false.
+  bool OperatorFailed(const ChainedOperator& c, const Status& s);
   void Fail(const Status& s);
   void CloseAll();
 
@@ -107,6 +111,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   std::vector<ChainedOperator> chain_;
   std::vector<RecordBatch> buffers_;  // output of each chained operator
   SourceOperator* source_ = nullptr;  // chain head, when it is a source
+  FlowControlled* flow_control_ = nullptr;  // chain head, when it paces the task's input
   CheckpointedInputGate in_;
   OutputGate out_;
   SubtaskCheckpointer checkpointer_;

@@ -1,0 +1,48 @@
+// Operator capabilities are interfaces that an Operator may also derive from, to take part in
+// something only some operators need; an operator that does not derive from one never hears of
+// it.
+//
+// Contract: the task and the runner look for a capability once per operator instance
+// (dynamic_cast, when the task is built or the job ends), never per record, and call it on the
+// task thread under the Operator contract (engine/dataflow/operator.h), except where a method
+// says otherwise.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cairn {
+
+// FlowControlled is an operator that paces its task (a throttle): the task processes an input
+// batch only as far as the head of its chain admits, so the input channels fill up and
+// backpressure reaches the producers.
+//
+// Contract: asked only of the operator that heads a chain, before every (part of an) input
+// batch; register the type with chain_head = true, so that it always heads its own chain.
+// While it admits nothing the task still takes checkpoints and handles priority events.
+class FlowControlled {
+ public:
+  virtual ~FlowControlled() = default;
+  // How many of the next `want` input records may be processed now (at most `want`). 0 means
+  // none before *resume_at, which it then sets.
+  virtual size_t Admit(size_t want, std::chrono::steady_clock::time_point* resume_at) = 0;
+};
+
+// KeyedSummary is a keyed operator that can name its largest keys, for the summary `cairn run`
+// prints at the end of a job ("top words").
+//
+// Contract: called by the runner after the job ended successfully (after Finish, the task
+// threads joined), never concurrently with another call on the operator.
+class KeyedSummary {
+ public:
+  virtual ~KeyedSummary() = default;
+  // Appends to *out up to `k` keys of this subtask's state with the largest values, largest
+  // first (ties by key).
+  virtual void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const = 0;
+};
+
+}  // namespace cairn
