@@ -11,10 +11,10 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "engine/base/file_util.h"
+#include "engine/base/mutex.h"
 #include "engine/checkpoint/snapshot_persister.h"
 #include "engine/dataflow/operator_capabilities.h"
 #include "engine/runtime/checkpoint_dir_lock.h"
@@ -56,9 +56,9 @@ class JobControl : public TaskListener, public CheckpointCoordinator::Listener, 
   void BacklogExceeded(const Status& s) override { Fail(s); }
   void set_coordinator(CheckpointCoordinator* c) { coordinator_ = c; }
 
-  void Fail(const Status& s) {
+  void Fail(const Status& s) EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (!status_.ok()) return;
       status_ = s;
     }
@@ -66,8 +66,8 @@ class JobControl : public TaskListener, public CheckpointCoordinator::Listener, 
     for (Task* t : tasks_) t->Cancel();
     if (main_ != nullptr) main_->Unpark();
   }
-  Status status() {
-    std::lock_guard<std::mutex> l(mu_);
+  Status status() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
     return status_;
   }
   void TaskEnded() {
@@ -77,8 +77,9 @@ class JobControl : public TaskListener, public CheckpointCoordinator::Listener, 
   size_t ended() const { return ended_.load(); }
 
  private:
-  std::mutex mu_;
-  Status status_;  // guarded by mu_
+  Mutex mu_;
+  Status status_ GUARDED_BY(mu_);
+  // Set before the tasks start (SetParties, set_coordinator), read-only afterwards.
   std::vector<Task*> tasks_;
   std::vector<Channel*> channels_;
   Parker* main_ = nullptr;

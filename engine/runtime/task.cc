@@ -19,11 +19,11 @@ Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint
     : index_(index),
       name_(std::move(name)),
       chain_(std::move(chain)),
+      listener_(listener),
       buffers_(chain_.size()),
       out_(max_parallelism),
       checkpointer_(index, std::move(checkpoint_dir), &out_, persister,
-                    [this](const Barrier& b, PersistJob* job) { SnapshotChain(b, job); }),
-      listener_(listener) {
+                    [this](const Barrier& b, PersistJob* job) { SnapshotChain(b, job); }) {
   source_ = dynamic_cast<SourceOperator*>(chain_.front().op.get());
   flow_control_ = dynamic_cast<FlowControlled*>(chain_.front().op.get());
   out_.set_blocked_handler(this);

@@ -106,18 +106,26 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   void Fail(const Status& s);
   void CloseAll();
 
+  // Constant after construction (Open is called on them before the thread starts).
   const int index_;
   const std::string name_;
   std::vector<ChainedOperator> chain_;
-  std::vector<RecordBatch> buffers_;  // output of each chained operator
-  SourceOperator* source_ = nullptr;  // chain head, when it is a source
+  SourceOperator* source_ = nullptr;        // chain head, when it is a source
   FlowControlled* flow_control_ = nullptr;  // chain head, when it paces the task's input
+  TaskListener* const listener_;
+
+  // Any thread: lock-free by construction.
+  Parker parker_;
+  moodycamel::ConcurrentQueue<Control> control_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<uint64_t> records_in_{0};
+  std::atomic<uint64_t> records_out_{0};
+
+  // Task thread only (Run and what it calls; before Run, the runner's thread sets them up).
+  std::vector<RecordBatch> buffers_;  // output of each chained operator
   CheckpointedInputGate in_;
   OutputGate out_;
   SubtaskCheckpointer checkpointer_;
-  TaskListener* const listener_;
-  Parker parker_;
-  moodycamel::ConcurrentQueue<Control> control_;
   std::vector<Control> deferred_;  // control messages taken while blocked, handled later
   bool in_blocked_handler_ = false;
   // The input batch being processed (it may be processed in slices when throttled).
@@ -126,11 +134,8 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   size_t current_offset_ = 0;
   RecordBatch slice_;
   std::vector<RestoredChannel> restored_channels_;
-  std::atomic<bool> cancelled_{false};
   bool terminated_ = false;
   bool failed_ = false;
-  std::atomic<uint64_t> records_in_{0};
-  std::atomic<uint64_t> records_out_{0};
 };
 
 }  // namespace cairn

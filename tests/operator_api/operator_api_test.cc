@@ -6,6 +6,7 @@
 //
 // This binary is not cairn_tests: its registry holds operators that the documented catalog
 // (docs/configuration.md, checked against the registry of cairn_tests) must not list.
+#include <ostream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -164,6 +165,7 @@ struct FailCase {
   const char* call;
   const char* method;
 };
+void PrintTo(const FailCase& c, std::ostream* os) { *os << c.method; }
 
 class OperatorErrorTest : public ::testing::TestWithParam<FailCase> {};
 
