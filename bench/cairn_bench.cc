@@ -30,6 +30,7 @@
 #include "bench/process_runner.h"
 #include "bench/throughput_plot.h"
 #include "engine/base/file_util.h"
+#include "state/checkpoint_layout.h"
 
 #ifndef CAIRN_SOURCE_DIR
 #define CAIRN_SOURCE_DIR "."
@@ -391,7 +392,7 @@ struct Bench {
 
   void RunRecovery(RunRecord* run) {
     std::vector<std::string> argv = {flags.cairn, "run", discard_job,
-                                     "--restore", recovery_dir + "/chk-" + std::to_string(results.state_checkpoint.id),
+                                     "--restore", CheckpointPath(recovery_dir, results.state_checkpoint.id),
                                      "--progress-interval", flags.progress_interval,
                                      "--set", "operators.source.path=" + keys_file,
                                      "--set", "checkpoint.dir=" + recovery_dir,
@@ -405,7 +406,7 @@ struct Bench {
     std::vector<std::string> names;
     if (ListDir(recovery_dir, &names).ok())
       for (const std::string& n : names)
-        if (n.compare(0, 4, "chk-") == 0 && n != "chk-" + std::to_string(results.state_checkpoint.id))
+        if (CheckpointId id; ParseCheckpointDirName(n, &id) && id != results.state_checkpoint.id)
           RemoveAll(recovery_dir + "/" + n).IgnoreError();  // scratch space: best effort
     if (run->ok && run->restored_keys != static_cast<uint64_t>(flags.keys)) {
       run->ok = false;
