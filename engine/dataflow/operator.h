@@ -1,7 +1,7 @@
 // Operator is the user-facing unit of computation: one instance per subtask, driven by its
 // task's thread, with record batches in and record batches out.
 //
-// Contract (all calls on the owning task thread, in this order):
+// Contract (in this order; every call but Open on the owning task thread, Open before it starts):
 //   Open(ctx)                      once; restored state (if any) is in ctx.
 //   Process(input, in, out)*       for every batch; append results to `out`.
 //   SnapshotState(id, snap)        the synchronous part of checkpoint `id`, between batches;
