@@ -371,28 +371,7 @@ static OperatorStateRule FileSinkStateRule() {
 
 static Status FileSinkPreflight(const OperatorConfig& c) {
   const std::string& dir = c.GetString("path");
-  const std::string what = "operator '" + c.id + "': path " + dir;
-  if (dir.empty()) return Status::InvalidArgument(what + ": empty");
-  // Each existing prefix must be a directory; the first missing one must be creatable.
-  std::string parent = dir[0] == '/' ? "/" : ".";
-  for (size_t i = 1; i <= dir.size(); i++) {
-    if (i < dir.size() && dir[i] != '/') continue;
-    if (dir[i - 1] == '/') continue;
-    std::string prefix = dir.substr(0, i);
-    struct stat st;
-    if (::stat(prefix.c_str(), &st) != 0) {
-      if (errno != ENOENT) return Status::InvalidArgument(what + ": cannot inspect " + prefix + ": " + std::strerror(errno));
-      if (::access(parent.c_str(), W_OK | X_OK) != 0)
-        return Status::InvalidArgument(what + ": cannot create " + prefix + ": " + parent + " is not writable");
-      return Status::OK();
-    }
-    if (!S_ISDIR(st.st_mode))
-      return Status::InvalidArgument(what + ": " + prefix + " exists and is not a directory");
-    parent = prefix;
-  }
-  if (::access(dir.c_str(), R_OK | W_OK | X_OK) != 0)
-    return Status::InvalidArgument(what + ": not writable: " + std::strerror(errno));
-  return Status::OK();
+  return CheckUsableDir(dir, "operator '" + c.id + "': path " + dir);
 }
 
 static Status FileSinkCommittedOutput(const OperatorConfig& c, std::vector<std::string>* files) {

@@ -156,6 +156,10 @@ const BadInput kTable[] = {
      {"{ck}/chk-999: not a completed checkpoint (no _metadata file)"}},
     {"RestoreIntoOtherMaxParallelism", "", "", Run({"--restore", "latest", "--set", "max_parallelism=64"}), {},
      {"max_parallelism 128 but the job has 64"}},
+    {"CheckpointDirIsAFile", "", "", Run({"--set", "checkpoint.dir={in}"}), {},
+     {"checkpoint.dir {in}: {in} exists and is not a directory"}},
+    {"CheckpointDirUnderAFile", "", "", Run({"--set", "checkpoint.dir={in}/ck"}), {},
+     {"checkpoint.dir {in}/ck: {in} exists and is not a directory"}},
     {"CheckpointsOfAMissingDirectory", "", "", {"checkpoints", "{dir}/nope"}, {}, {"{dir}/nope: no such checkpoint directory"}},
     // ---- fault-injection variables
     {"UnknownCrashPoint", "", "", kRun, {"CAIRN_CRASH_AT=nowhere"}, {"no crash point named 'nowhere'"}},

@@ -52,6 +52,12 @@ Status ListDir(const std::string& dir, std::vector<std::string>* names);
 // symlinks not followed); 0 for a missing path.
 uint64_t DiskUsage(const std::string& path);
 
+// Whether `dir` can be a directory this process writes into, checked before anything is created:
+// each existing prefix of it is a directory, the first missing one can be created in its
+// parent, and `dir` itself, if it exists, is readable, writable and searchable. On failure,
+// InvalidArgument "<what>: <reason>" (e.g. "<what>: a/b exists and is not a directory").
+Status CheckUsableDir(const std::string& dir, const std::string& what);
+
 // A checksummed blob file: `data` followed by a 20-byte footer (kBlobMagic, the length of
 // `data`, its CRC-32C; little-endian), written atomically. ReadChecksummedFile returns
 // Corruption("<path>: damaged (<reason>)") when the file is empty or shorter than the footer,

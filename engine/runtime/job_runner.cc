@@ -222,6 +222,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   // 1. Pre-flight: everything that can be checked before the job touches the disk.
   std::vector<FileSink> file_sinks;
   CAIRN_RETURN_IF_ERROR(PreflightOperators(spec, &file_sinks));
+  CAIRN_RETURN_IF_ERROR(CheckUsableDir(ckdir, "checkpoint.dir " + ckdir));
   // Lock checkpoint.dir before choosing the checkpoint to restore, so that no other job can
   // retire it meanwhile (a directory that does not exist holds nothing to choose).
   CheckpointDirLock lock;
