@@ -36,11 +36,11 @@ bench-micro: build
 # CMakeLists.txt); only what the suite runs is built. The options (halt on the first finding)
 # are compiled in: tests/sanitizers/.
 test-asan:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS=-DCAIRN_SANITIZE=address BUILD_TARGETS="--target cairn cairn_tests"
+	$(MAKE) --no-print-directory test BUILD=build-asan CMAKE_FLAGS=-DCAIRN_SANITIZE=address BUILD_TARGETS="--target cairn cairn_tests"
 
 test-tsan:
 	@scripts/install-deps clang libclang-rt-dev
-	$(MAKE) test BUILD=build-tsan CMAKE_ENV="CC=clang CXX=clang++" CMAKE_FLAGS=-DCAIRN_SANITIZE=thread \
+	$(MAKE) --no-print-directory test BUILD=build-tsan CMAKE_ENV="CC=clang CXX=clang++" CMAKE_FLAGS=-DCAIRN_SANITIZE=thread \
 	  BUILD_TARGETS="--target cairn cairn_tests"
 
 # The long fault battery: every crash point several times, random SIGKILLs, storage faults,
