@@ -37,16 +37,7 @@ Status EnsureCorpus(const std::string& dir, const GeneratorParams& p, std::strin
            p.words_per_line, p.vocabulary, p.zipf, p.seed);
   *path = dir + name;
   if (!PathExists(*path)) fprintf(stderr, "cairn-bench: generating %s\n", path->c_str());
-  CAIRN_RETURN_IF_ERROR(WriteOnce(*path, [&](FILE* f) {
-    WordGenerator gen(p);
-    std::string line;
-    for (int64_t n = 0; n < gen.lines(); ++n) {
-      line.clear();
-      gen.Line(n, &line);
-      line.push_back('\n');
-      fwrite(line.data(), 1, line.size(), f);
-    }
-  }));
+  CAIRN_RETURN_IF_ERROR(WriteOnce(*path, [&](FILE* f) { WordGenerator(p).WriteText(f); }));
   *bytes = FileBytes(*path);
   return Status::OK();
 }

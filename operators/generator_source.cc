@@ -54,6 +54,16 @@ void WordGenerator::Line(int64_t n, std::string* out) const {
   }
 }
 
+void WordGenerator::WriteText(FILE* f) const {
+  std::string line;
+  for (int64_t n = 0; n < lines_; ++n) {
+    line.clear();
+    Line(n, &line);
+    line.push_back('\n');
+    fwrite(line.data(), 1, line.size(), f);
+  }
+}
+
 namespace {
 
 // Subtask i of p emits lines i, i+p, i+2p, ...; its state is the next line index.

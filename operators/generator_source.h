@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ class WordGenerator {
   int64_t lines() const { return lines_; }
   // Appends line `n` (without newline) to `out`.
   void Line(int64_t n, std::string* out) const;
+  // Writes every line, each followed by '\n', to `f` (the caller checks ferror/fclose).
+  void WriteText(FILE* f) const;
 
  private:
   GeneratorParams p_;

@@ -262,13 +262,7 @@ int CmdGenerate(const std::vector<std::string>& args) {
   std::string tmp = out + ".tmp";
   FILE* f = fopen(tmp.c_str(), "wb");
   if (f == nullptr) return Report(Status::FromErrno("cannot create", tmp, errno));
-  std::string line;
-  for (int64_t n = 0; n < gen.lines(); ++n) {
-    line.clear();
-    gen.Line(n, &line);
-    line.push_back('\n');
-    fwrite(line.data(), 1, line.size(), f);
-  }
+  gen.WriteText(f);
   if (fclose(f) != 0) return Report(Status::FromErrno("cannot write", tmp, errno));
   Status s = Rename(tmp, out);
   if (!s.ok()) return Report(s);
