@@ -57,15 +57,7 @@ class WordCountRun : public ::testing::Test {
   }
 
   // Ids of the completed checkpoints on disk (chk-<id> directories with _metadata).
-  std::set<uint64_t> CompletedIds() const {
-    std::set<uint64_t> ids;
-    for (const auto& e : std::filesystem::directory_iterator(ck())) {
-      std::string name = e.path().filename().string();
-      if (name.rfind("chk-", 0) == 0 && std::filesystem::exists(e.path() / "_metadata"))
-        ids.insert(std::stoull(name.substr(4)));
-    }
-    return ids;
-  }
+  std::set<uint64_t> CompletedIds() const { return CompletedCheckpointIds(ck()); }
 
   std::map<std::string, std::string> Trees() const {
     std::map<std::string, std::string> all;

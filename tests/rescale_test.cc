@@ -629,12 +629,8 @@ namespace {
 // The completed checkpoints of `ckdir`: id -> the `_metadata` text.
 std::map<uint64_t, std::string> Completed(const std::string& ckdir) {
   std::map<uint64_t, std::string> out;
-  if (!std::filesystem::exists(ckdir)) return out;
-  for (const auto& e : std::filesystem::directory_iterator(ckdir)) {
-    std::string name = e.path().filename().string();
-    if (name.rfind("chk-", 0) != 0 || !std::filesystem::exists(e.path() / "_metadata")) continue;
-    out[std::stoull(name.substr(4))] = ReadText((e.path() / "_metadata").string());
-  }
+  for (uint64_t id : CompletedCheckpointIds(ckdir))
+    out[id] = ReadText(ckdir + "/chk-" + std::to_string(id) + "/_metadata");
   return out;
 }
 

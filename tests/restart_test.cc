@@ -64,14 +64,7 @@ class CompletedRun : public ::testing::Test {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
-  std::set<uint64_t> CompletedIds() const {
-    std::set<uint64_t> ids;
-    for (const auto& e : fs::directory_iterator(ck())) {
-      std::string name = e.path().filename().string();
-      if (name.rfind("chk-", 0) == 0 && fs::exists(e.path() / "_metadata")) ids.insert(std::stoull(name.substr(4)));
-    }
-    return ids;
-  }
+  std::set<uint64_t> CompletedIds() const { return CompletedCheckpointIds(ck()); }
   // Committed (or set-aside) output files: regular files not starting with '.'.
   std::set<std::string> Names(const std::string& dir) const {
     std::set<std::string> names;

@@ -229,4 +229,18 @@ std::vector<std::string> CommittedLines(const std::string& dir) {
   return lines;
 }
 
+std::set<uint64_t> CompletedCheckpointIds(const std::string& ckdir) {
+  namespace fs = std::filesystem;
+  std::set<uint64_t> ids;
+  std::error_code ec;
+  for (fs::directory_iterator it(ckdir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("chk-", 0) != 0 || name.size() == 4) continue;
+    if (name.find_first_not_of("0123456789", 4) != std::string::npos) continue;
+    if (!fs::exists(it->path() / "_metadata", ec)) continue;
+    ids.insert(std::stoull(name.substr(4)));
+  }
+  return ids;
+}
+
 }  // namespace cairn::testing

@@ -1,6 +1,8 @@
 // Test helpers: scratch directories and running the cairn binary as a child process.
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,10 @@ RunResult RunCairnAsUser(unsigned uid, unsigned gid, const std::vector<std::stri
 // the read, wherever the checkout and the scratch directories live. exit_code 125 means the
 // capabilities could not be dropped (no CAP_SETPCAP).
 RunResult RunCairnObeyingPermissions(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+// The ids of the completed checkpoints in `ckdir` (chk-<id> directories holding a _metadata
+// file), read from the directory as written, not through the engine; none when it is missing.
+std::set<uint64_t> CompletedCheckpointIds(const std::string& ckdir);
 
 // Writes `text` to `path`.
 void WriteText(const std::string& path, const std::string& text);

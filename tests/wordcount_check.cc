@@ -76,17 +76,8 @@ std::vector<std::string> ResumeArgs(const std::vector<std::string>& args) {
 }
 
 uint64_t NewestCompletedCheckpoint(const std::string& dir) {
-  namespace fs = std::filesystem;
-  uint64_t newest = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.rfind("chk-", 0) != 0 || name.size() == 4) continue;
-    if (name.find_first_not_of("0123456789", 4) != std::string::npos) continue;
-    if (!fs::exists(it->path() / "_metadata", ec)) continue;
-    newest = std::max<uint64_t>(newest, std::stoull(name.substr(4)));
-  }
-  return newest;
+  const std::set<uint64_t> ids = CompletedCheckpointIds(dir);
+  return ids.empty() ? 0 : *ids.rbegin();
 }
 
 KillPlan PacedKillPlan(int kills, const std::string& checkpoint_dir, int max_extra_ms,
