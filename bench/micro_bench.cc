@@ -130,7 +130,9 @@ void BM_OutputGateHashEmit(benchmark::State& state) {
   std::vector<std::unique_ptr<Channel>> chans;
   for (auto& c : consumers) chans.push_back(std::make_unique<Channel>("bench", 32, &producer, &c));
   OutputGate gate(kMaxParallelism);
-  gate.AddHashEdge({chans[0].get(), chans[1].get()});
+  KeySelector key;
+  if (!KeySelector::Make(*KeyValueSchema(), {"key"}, &key).ok()) std::abort();
+  gate.AddHashEdge({chans[0].get(), chans[1].get()}, key);
   std::vector<std::thread> readers;
   for (int k = 0; k < 2; ++k)
     readers.emplace_back([&, k] {

@@ -24,20 +24,6 @@ std::string SourceTypeNames() {
   return names;
 }
 
-// The key field of the records `op` emits. A transform with an empty schema (throttle) passes
-// its first input's records through, so it emits that input's key.
-std::string EmittedKey(const OperatorConfig& op, const std::map<std::string, const OperatorConfig*>& by_id) {
-  const OperatorConfig* cur = &op;
-  for (size_t hops = 0; hops <= by_id.size(); ++hops) {
-    const OperatorType& t = *FindOperatorType(cur->type);
-    if (!t.output.key.empty() || t.role != OperatorRole::kTransform || cur->inputs.empty()) return t.output.key;
-    auto it = by_id.find(cur->inputs[0]);
-    if (it == by_id.end()) return "";
-    cur = it->second;
-  }
-  return "";
-}
-
 // The checks of one operator's inputs and key_by against the operators it reads from.
 Status CheckOperatorEdges(const OperatorConfig& op, const OperatorPlaces& at,
                           const std::map<std::string, const OperatorConfig*>& by_id) {
@@ -65,9 +51,6 @@ Status CheckOperatorEdges(const OperatorConfig& op, const OperatorPlaces& at,
     if (input_type.role == OperatorRole::kSink)
       return ErrorAt(place, what + " has input '" + in + "', which is a sink (type " + input_type.name +
                                 ") and emits nothing");
-    if (!op.key_by.empty() && EmittedKey(input, by_id) != op.key_by)
-      return ErrorAt(at.key_by, what + " has key_by '" + op.key_by + "', but its input '" + in + "' (type " +
-                                    input_type.name + ") emits records keyed by '" + EmittedKey(input, by_id) + "'");
     if (op.key_by.empty() && input.parallelism != op.parallelism)
       return ErrorAt(place, what + " has parallelism " + std::to_string(op.parallelism) + " but its input '" + in +
                                 "' has " + std::to_string(input.parallelism) + "; add key_by or make them equal");

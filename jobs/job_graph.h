@@ -24,7 +24,7 @@ struct OperatorPlaces {
 
 // Checks that inputs name other operators, once each; that sources have no inputs and other
 // operators have some; that no operator reads from a sink; that key_by is given exactly for
-// keyed types and names the key field of every input; that a forward edge (no key_by) joins
+// keyed types; that a forward edge (no key_by) joins
 // operators of equal parallelism; that there is a source; and that every operator is reachable
 // from a source. Cycles are allowed: the runtime treats their closing edges as feedback edges.
 // `places` is parallel to spec.operators; `operators_place` is where the operator list is.

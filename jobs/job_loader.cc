@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "jobs/job_graph.h"
+#include "jobs/job_schemas.h"
 #include "jobs/registry.h"
 
 namespace cairn {
@@ -278,6 +279,7 @@ class JobReader {
   Status ReadCheckpoint(const Entry& e, CheckpointConfig* cp);
   Status ReadOperator(const YAML::Node& n, const JobSpec& spec, OperatorConfig* op);
   Status ReadParam(const Entry& e, const ParamSpec& p, const std::string& label, std::string* out);
+  Status ReadEntries(const Entry& e, const ParamSpec& p, const std::string& label, std::vector<ParamEntry>* out);
 
   Status Expected(const Entry& e, const std::string& label, const std::string& expected) const {
     return loc_.Error(e, label + " must be " + expected + ", got " + Describe(e.value));
@@ -466,7 +468,24 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
   }
   if (Entry e = Find(n, "key_by"); e.present) {
     places.key_by = loc_.Where(e);
-    CAIRN_RETURN_IF_ERROR(String(e, "key_by of " + what, true, &op->key_by));
+    const std::string label = "key_by of " + what;
+    std::vector<std::string> fields;
+    if (e.value.IsScalar()) {
+      fields.push_back(e.value.Scalar());
+    } else if (e.value.IsSequence() && e.value.size() > 0) {
+      for (const YAML::Node& item : e.value) {
+        if (!item.IsScalar()) return loc_.Error(item, label + " must be field names, got " + Describe(item));
+        fields.push_back(item.Scalar());
+      }
+    } else {
+      return Expected(e, label, "a field name or a list of field names");
+    }
+    std::set<std::string> seen;
+    for (const auto& f : fields) {
+      if (f.empty()) return Expected(e, label, "non-empty field names");
+      if (!seen.insert(f).second) return loc_.Error(e, label + " names field '" + f + "' twice");
+    }
+    op->key_by = std::move(fields);
   }
   for (const ParamSpec& p : t->params) {
     Entry e = Find(n, p.name);
@@ -477,7 +496,13 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
       op->params[p.name] = p.default_value;
       continue;
     }
-    CAIRN_RETURN_IF_ERROR(ReadParam(e, p, "parameter '" + p.name + "' of " + what, &op->params[p.name]));
+    op->places[p.name] = loc_.Where(e);
+    const std::string label = "parameter '" + p.name + "' of " + what;
+    if (p.type == ParamType::kMap || p.type == ParamType::kList) {
+      CAIRN_RETURN_IF_ERROR(ReadEntries(e, p, label, &op->entries[p.name]));
+      continue;
+    }
+    CAIRN_RETURN_IF_ERROR(ReadParam(e, p, label, &op->params[p.name]));
   }
   op->location = places.op;
   places_.push_back(std::move(places));
@@ -505,6 +530,9 @@ Status JobReader::ReadParam(const Entry& e, const ParamSpec& p, const std::strin
       *out = e.value.Scalar();
       return Status::OK();
     }
+    case ParamType::kMap:
+    case ParamType::kList:
+      return Status::Internal("map and list parameters are read by ReadEntries");
     case ParamType::kBool: {
       bool v = false;
       CAIRN_RETURN_IF_ERROR(Text(e, label, "a boolean (true or false)", out));
@@ -514,6 +542,35 @@ Status JobReader::ReadParam(const Entry& e, const ParamSpec& p, const std::strin
     }
   }
   return Status::Internal("unknown parameter type");
+}
+
+Status JobReader::ReadEntries(const Entry& e, const ParamSpec& p, const std::string& label,
+                              std::vector<ParamEntry>* out) {
+  if (p.type == ParamType::kList) {
+    if (e.value.IsScalar()) {
+      out->push_back(ParamEntry{"", e.value.Scalar(), loc_.Where(e)});
+      return Status::OK();
+    }
+    if (!e.value.IsSequence()) return Expected(e, label, "a value or a list of values");
+    for (const YAML::Node& item : e.value) {
+      if (!item.IsScalar()) return loc_.Error(item, label + " must be a list of values, got " + Describe(item));
+      out->push_back(ParamEntry{"", item.Scalar(), loc_.Where(item)});
+    }
+    return Status::OK();
+  }
+  if (!e.value.IsMap()) return Expected(e, label, "a map");
+  std::set<std::string> seen;
+  for (auto it = e.value.begin(); it != e.value.end(); ++it) {
+    if (!it->first.IsScalar() || it->first.Scalar().empty())
+      return loc_.Error(it->first, label + " must have non-empty names as keys, got " + Describe(it->first));
+    if (!seen.insert(it->first.Scalar()).second)
+      return loc_.Error(it->first, label + " has key '" + it->first.Scalar() + "' twice");
+    if (!it->second.IsScalar())
+      return loc_.Error(it->second, label + ": the value of '" + it->first.Scalar() + "' must be a scalar, got " +
+                                        Describe(it->second));
+    out->push_back(ParamEntry{it->first.Scalar(), it->second.Scalar(), loc_.Where(it->second)});
+  }
+  return Status::OK();
 }
 
 // Where a document of a YAML stream starts. yaml-cpp 0.7's LoadAll never returns on some
@@ -583,6 +640,7 @@ Status Load(const std::string& yaml, const std::string& name, const std::vector<
     JobReader reader(loc);
     CAIRN_RETURN_IF_ERROR(reader.Read(root, &spec));
     CAIRN_RETURN_IF_ERROR(CheckJobGraph(spec, reader.places(), reader.operators_place()));
+    CAIRN_RETURN_IF_ERROR(DeriveSchemas(&spec, reader.places()));
     *out = std::move(spec);
   } catch (const YAML::Exception& e) {  // a bug here rather than bad input, but say where
     return Status::InvalidArgument(name + ": " + e.what());

@@ -36,6 +36,23 @@ bool OperatorConfig::GetBool(const std::string& name) const {
   return v == "true" || v == "1" || v == "yes" || v == "on";
 }
 
+const std::vector<ParamEntry>& OperatorConfig::GetEntries(const std::string& name) const {
+  static const std::vector<ParamEntry> kNone;
+  auto it = entries.find(name);
+  return it == entries.end() ? kNone : it->second;
+}
+
+const std::string& OperatorConfig::Where(const std::string& name) const {
+  auto it = places.find(name);
+  return it == places.end() ? location : it->second;
+}
+
+std::string OperatorConfig::KeyByText() const {
+  std::string s;
+  for (const auto& k : key_by) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
 const OperatorConfig* JobSpec::Find(const std::string& id) const {
   for (const auto& op : operators)
     if (op.id == id) return &op;

@@ -13,18 +13,30 @@
 #include <vector>
 
 #include "engine/checkpoint/checkpoint_config.h"
+#include "engine/dataflow/schema.h"
 
 namespace cairn {
 
+// One entry of a map or list parameter, in YAML order: its key (empty in a list), its value as
+// text, and where the value is ("file:line:col" or "--set <path>"), for messages about it.
+struct ParamEntry {
+  std::string key;
+  std::string value;
+  std::string location;
+};
+
 // One operator's parameters after validation: every declared parameter has a value of its
-// declared type (the YAML value or the default), stored as text and parsed by the getters.
+// declared type (the YAML value or the default). Scalars are stored as text and parsed by the
+// getters; map and list parameters are kept as entries in YAML order.
 struct OperatorConfig {
   std::string id;
   std::string type;
   uint32_t parallelism = 1;
   std::vector<std::string> inputs;  // operator ids; empty for sources
-  std::string key_by;               // non-empty: the input edges are hash-partitioned by key
-  std::map<std::string, std::string> params;
+  std::vector<std::string> key_by;  // field names; non-empty: the input edges are hash-partitioned by them
+  std::map<std::string, std::string> params;                // scalar parameters
+  std::map<std::string, std::vector<ParamEntry>> entries;   // map and list parameters
+  std::map<std::string, std::string> places;  // where each parameter given in the YAML is
   std::string location;             // "file:line:col" of the operator in the YAML, for messages
 
   const std::string& GetString(const std::string& name) const;
@@ -32,6 +44,12 @@ struct OperatorConfig {
   double GetDouble(const std::string& name) const;
   Millis GetDuration(const std::string& name) const;
   bool GetBool(const std::string& name) const;
+  // The entries of a map or list parameter (empty when it was not given).
+  const std::vector<ParamEntry>& GetEntries(const std::string& name) const;
+  // Where parameter `name`'s value is in the YAML, or where the operator is when not given.
+  const std::string& Where(const std::string& name) const;
+  // "a, b": key_by for messages.
+  std::string KeyByText() const;
 };
 
 struct JobSpec {
@@ -41,6 +59,9 @@ struct JobSpec {
   uint32_t parallelism = 1;        // default for operators that do not set one
   CheckpointConfig checkpoint;
   std::vector<OperatorConfig> operators;  // in file order
+  // What each operator emits (parallel to operators; null for sinks), derived by the loader
+  // (jobs/schema_derivation.h).
+  std::vector<SchemaRef> schemas;
 
   const OperatorConfig* Find(const std::string& id) const;
 };

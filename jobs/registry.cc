@@ -6,6 +6,15 @@
 
 namespace cairn {
 
+std::function<Status(const OperatorConfig&, const std::vector<SchemaRef>&, SchemaRef*)> FixedSchema(
+    std::vector<Field> fields) {
+  SchemaRef schema = MakeSchema(std::move(fields));
+  return [schema](const OperatorConfig&, const std::vector<SchemaRef>&, SchemaRef* out) {
+    *out = schema;
+    return Status::OK();
+  };
+}
+
 const char* ParamTypeName(ParamType t) {
   switch (t) {
     case ParamType::kString: return "string";
@@ -13,6 +22,8 @@ const char* ParamTypeName(ParamType t) {
     case ParamType::kDouble: return "number";
     case ParamType::kDuration: return "duration";
     case ParamType::kBool: return "boolean";
+    case ParamType::kMap: return "map";
+    case ParamType::kList: return "list";
   }
   return "?";
 }

@@ -32,7 +32,9 @@
 
 namespace cairn {
 
-enum class ParamType { kString, kInt, kDouble, kDuration, kBool };
+// kMap: a YAML map of scalars (OperatorConfig::GetEntries, in YAML order); kList: a scalar or a
+// list of scalars (entries with empty keys).
+enum class ParamType { kString, kInt, kDouble, kDuration, kBool, kMap, kList };
 const char* ParamTypeName(ParamType t);
 
 // One parameter of an operator type: the YAML key `name` of the operator's entry.
@@ -53,7 +55,13 @@ struct OperatorType {
   std::string name;
   OperatorRole role = OperatorRole::kTransform;
   bool keyed = false;  // needs key_by, gets keyed state
-  Schema output;       // empty key for sinks; all empty: the schema of its input
+  // The schema of the records it emits, from its config and the schemas of its inputs (in the
+  // order of OperatorConfig::inputs; an input on a feedback edge not derived yet is null).
+  // Errors are InvalidArgument starting with the place they are about (config.Where(param)).
+  // Unset: a sink emits nothing; a transform emits what it reads, and all its inputs must have
+  // one schema. FixedSchema() makes one that ignores the inputs.
+  std::function<Status(const OperatorConfig& config, const std::vector<SchemaRef>& inputs, SchemaRef* out)>
+      output_schema;
   std::vector<ParamSpec> params;
   std::string doc;     // one paragraph for docs/configuration.md
   std::function<std::unique_ptr<Operator>(const OperatorConfig&)> create;
@@ -76,6 +84,10 @@ struct OperatorType {
 
   const ParamSpec* FindParam(std::string_view name) const;
 };
+
+// An OperatorType::output_schema that always gives `fields`.
+std::function<Status(const OperatorConfig&, const std::vector<SchemaRef>&, SchemaRef*)> FixedSchema(
+    std::vector<Field> fields);
 
 // Every registered type, by name.
 const std::vector<OperatorType>& OperatorTypes();

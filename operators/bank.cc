@@ -73,7 +73,8 @@ class BankRequests final : public SourceOperator {
   StridedPosition pos_;
 };
 
-// Input records: a request (account, amount, to >= 0) or a credit (account, amount, -1).
+// Input records: a request (account, amount, to) from bank_requests, or a credit (account,
+// amount) from this operator, told apart by their schema.
 class BankAccounts final : public Operator {
  public:
   explicit BankAccounts(const OperatorConfig& c)
@@ -93,10 +94,11 @@ class BankAccounts final : public Operator {
   }
 
   Status Process(int, const RecordBatch& in, RecordBatch* out) override {
+    const bool credits = in.num_fields() == 2;
     for (size_t i = 0; i < in.size(); ++i) {
-      std::string_view account = in.key(i);
-      int64_t amount = in.a(i);
-      if (in.b(i) < 0) {  // a credit
+      std::string_view account = in.GetString(i, 0);
+      int64_t amount = in.GetInt64(i, 1);
+      if (credits) {
         state_->Add(account, amount);
         continue;
       }
@@ -105,7 +107,9 @@ class BankAccounts final : public Operator {
       int64_t moved = std::min(amount, balance);
       if (moved <= 0) continue;
       state_->Put(account, balance - moved);
-      out->Add(AccountKey(in.b(i)), moved, -1);
+      size_t r = out->AddRow();
+      out->SetString(r, 0, AccountKey(in.GetInt64(i, 2)));
+      out->SetInt64(r, 1, moved);
     }
     return Status::OK();
   }
@@ -116,12 +120,28 @@ class BankAccounts final : public Operator {
   KeyedInt64State* state_ = nullptr;
 };
 
+// Emits credits (account string, amount int64); reads requests and its own credits.
+Status BankAccountsSchema(const OperatorConfig& c, const std::vector<SchemaRef>& inputs, SchemaRef* out) {
+  static const SchemaRef credits = MakeSchema({{"account", FieldType::kString}, {"amount", FieldType::kInt64}});
+  for (const SchemaRef& in : inputs) {
+    if (in == nullptr) continue;
+    bool request = in->size() == 3 && in->field(2).type == FieldType::kInt64;
+    if ((*in != *credits && !request) || in->field(0) != credits->field(0) || in->field(1) != credits->field(1))
+      return Status::InvalidArgument(c.location + ": operator '" + c.id + "' (type bank_accounts) reads requests " +
+                                     "(account string, amount int64, to int64) and credits " + credits->ToString() +
+                                     ", not " + in->ToString());
+  }
+  *out = credits;
+  return Status::OK();
+}
+
 }  // namespace
 
 CAIRN_REGISTER_OPERATOR({
     .name = "bank_requests",
     .role = OperatorRole::kSource,
-    .output = Schema{"account", "amount", "to"},
+    .output_schema = FixedSchema({{"account", FieldType::kString}, {"amount", FieldType::kInt64},
+                                  {"to", FieldType::kInt64}}),
     .params = {
         {.name = "count", .type = ParamType::kInt, .default_value = "100000",
          .doc = "transfer requests to generate (over all subtasks)"},
@@ -144,7 +164,7 @@ CAIRN_REGISTER_OPERATOR({
     .name = "bank_accounts",
     .role = OperatorRole::kTransform,
     .keyed = true,
-    .output = Schema{"account", "amount", ""},
+    .output_schema = BankAccountsSchema,
     .params = {
         {.name = "accounts", .type = ParamType::kInt, .default_value = "1000", .min_int = 1,
          .doc = "number of accounts, ids 0 .. accounts-1"},

@@ -1,9 +1,10 @@
-// count: keyed by word; emits (word, running count) for every input word. The counts live in
-// the subtask's KeyedInt64State, which the framework checkpoints and restores.
+// count: keyed by its key_by fields; emits (key fields, running count) for every input record.
+// The counts live in the subtask's KeyedInt64State, which the framework checkpoints and restores.
 #include <algorithm>
 #include <vector>
 
 #include "engine/base/key_groups.h"
+#include "engine/dataflow/record_codec.h"
 #include "engine/dataflow/operator_capabilities.h"
 #include "jobs/registry.h"
 #include "state/keyed_state.h"
@@ -13,6 +14,7 @@ namespace {
 
 class Count final : public Operator, public KeyedSummary {
  public:
+  explicit Count(const OperatorConfig& c) : key_by_(c.key_by) {}
   Status Open(OperatorContext& ctx) override {
     state_ = ctx.keyed_state;
     if (state_ == nullptr) return Status::Internal("count operator " + ctx.operator_id + " has no keyed state");
@@ -22,14 +24,22 @@ class Count final : public Operator, public KeyedSummary {
     // Hash the batch first, then update with the slots (distance 16) and keys (distance 8)
     // of later records already on their way to the cache: the table is larger than the cache,
     // and a miss per lookup is what limits this loop.
+    if (in.schema() != key_schema_) {  // inputs may differ in their other fields
+      CAIRN_RETURN_IF_ERROR(KeySelector::Make(*in.schema(), key_by_, &key_));
+      key_schema_ = in.schema();
+    }
+    const std::vector<int>& key_at = key_.fields();
     const size_t n = in.size();
+    const size_t nk = key_at.size();
     hashes_.resize(n);
-    for (size_t i = 0; i < n; ++i) hashes_[i] = KeyHash(in.key(i));
+    for (size_t i = 0; i < n; ++i) hashes_[i] = key_.Hash(in, i, &scratch_);
     for (size_t i = 0; i < n; ++i) {
       if (i + 16 < n) state_->PrefetchSlot(hashes_[i + 16]);
       if (i + 8 < n) state_->PrefetchKey(hashes_[i + 8]);
-      std::string_view w = in.key(i);
-      out->Add(w, state_->AddHashed(w, hashes_[i], 1));
+      int64_t count = state_->AddHashed(key_.Key(in, i, &scratch_), hashes_[i], 1);
+      size_t r = out->AddRow();
+      for (size_t k = 0; k < nk; ++k) out->CopyFieldFrom(in, i, static_cast<size_t>(key_at[k]), r, k);
+      out->SetInt64(r, nk, count);
     }
     return Status::OK();
   }
@@ -44,9 +54,29 @@ class Count final : public Operator, public KeyedSummary {
   }
 
  private:
+  const std::vector<std::string> key_by_;
+  KeySelector key_;     // of records of key_schema_
+  SchemaRef key_schema_;
   KeyedInt64State* state_ = nullptr;
   std::vector<uint64_t> hashes_;
+  std::string scratch_;
 };
+
+// (key fields, count int64).
+Status CountSchema(const OperatorConfig& c, const std::vector<SchemaRef>& inputs, SchemaRef* out) {
+  for (const SchemaRef& in : inputs) {
+    if (in == nullptr) continue;
+    std::vector<Field> fields;
+    for (const std::string& k : c.key_by) fields.push_back(in->field(static_cast<size_t>(in->IndexOf(k))));
+    if (std::find(c.key_by.begin(), c.key_by.end(), "count") != c.key_by.end())
+      return Status::InvalidArgument(c.Where("key_by") + ": operator '" + c.id +
+                                     "' (type count) emits a field 'count', so it cannot be keyed by 'count'");
+    fields.push_back({"count", FieldType::kInt64});
+    *out = MakeSchema(std::move(fields));
+    return Status::OK();
+  }
+  return Status::InvalidArgument(c.location + ": operator '" + c.id + "' has no input whose schema is known");
+}
 
 }  // namespace
 
@@ -54,9 +84,9 @@ CAIRN_REGISTER_OPERATOR({
     .name = "count",
     .role = OperatorRole::kTransform,
     .keyed = true,
-    .output = Schema{"word", "count", ""},
-    .doc = "Keyed by word: for every input word emits (word, running count). The counts "
-           "are keyed state, checkpointed to RocksDB by key group.",
+    .output_schema = CountSchema,
+    .doc = "Keyed by its key_by fields: for every input record emits the key fields and the running "
+           "count of the key (field `count`, int64). The counts are keyed state, checkpointed by key group.",
     .create = MakeOperator<Count>,
 });
 

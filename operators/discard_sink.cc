@@ -21,7 +21,6 @@ class DiscardSink final : public Operator {
 CAIRN_REGISTER_OPERATOR({
     .name = "discard_sink",
     .role = OperatorRole::kSink,
-    .output = Schema{},
     .doc = "Counts and drops its input (for benchmarks).",
     .create = MakeOperator<DiscardSink>,
 });

@@ -38,6 +38,7 @@
 #include "engine/base/crash_points.h"
 #include "engine/base/file_util.h"
 #include "engine/base/storage_faults.h"
+#include "engine/dataflow/record_codec.h"
 #include "jobs/registry.h"
 
 namespace cairn {
@@ -173,13 +174,12 @@ class FileSink final : public Operator {
   }
 
   Status Process(int, const RecordBatch& in, RecordBatch*) override {
+    const size_t fields = in.num_fields();
     for (size_t i = 0; i < in.size(); ++i) {
-      std::string_view k = in.key(i);
-      buf_.append(k.data(), k.size());
-      buf_.push_back('\t');
-      char num[24];
-      auto r = std::to_chars(num, num + sizeof num, in.a(i));
-      buf_.append(num, r.ptr);
+      for (size_t f = 0; f < fields; ++f) {
+        if (f > 0) buf_.push_back('\t');
+        AppendText(in, i, f, &buf_);
+      }
       buf_.push_back('\n');
     }
     if (buf_.size() >= kFlushBytes) return Flush();
@@ -413,7 +413,6 @@ static Status FileSinkSetAsideOutput(const OperatorConfig& c, size_t* moved) {
 CAIRN_REGISTER_OPERATOR({
     .name = "file_sink",
     .role = OperatorRole::kSink,
-    .output = Schema{},
     .params = {{.name = "path", .type = ParamType::kString, .required = true, .doc = "output directory"}},
     .doc = "Exactly-once file sink: writes `key<TAB>value` lines into in-progress files (names start with "
            "`.`) that become visible only when the checkpoint covering them completes.",

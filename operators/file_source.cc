@@ -155,7 +155,7 @@ class FileSource final : public SourceOperator {
         }
         nl = buf_.size();  // last line without a newline
       }
-      out->Add(std::string_view(buf_.data() + rel, nl - rel));
+      out->SetString(out->AddRow(), 0, std::string_view(buf_.data() + rel, nl - rel));
       pos_ = buf_off_ + std::min(nl + 1, buf_.size());
       ++n;
     }
@@ -316,7 +316,7 @@ static OperatorStateRule FileSourceStateRule() {
 CAIRN_REGISTER_OPERATOR({
     .name = "file_source",
     .role = OperatorRole::kSource,
-    .output = Schema{"line", "", ""},
+    .output_schema = FixedSchema({{"line", FieldType::kString}}),
     .params = {
         {.name = "path", .type = ParamType::kString, .required = true, .doc = "text file to read, line by line"},
         {.name = "rate", .type = ParamType::kInt, .default_value = "0",

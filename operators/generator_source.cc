@@ -84,7 +84,7 @@ class GeneratorSource final : public SourceOperator {
     for (; n < allowed && pos_.Valid(gen_.lines()); ++n, pos_.Advance()) {
       line_.clear();
       gen_.Line(pos_.next(), &line_);
-      out->Add(line_);
+      out->SetString(out->AddRow(), 0, line_);
     }
     limiter_.Consumed(n);
     return PollResult::kMore;
@@ -108,7 +108,7 @@ class GeneratorSource final : public SourceOperator {
 CAIRN_REGISTER_OPERATOR({
     .name = "generator",
     .role = OperatorRole::kSource,
-    .output = Schema{"line", "", ""},
+    .output_schema = FixedSchema({{"line", FieldType::kString}}),
     .params = {
         {.name = "words", .type = ParamType::kInt, .default_value = "10000000",
          .doc = "total words to generate (over all subtasks)"},

@@ -30,7 +30,6 @@ class Throttle final : public Operator, public FlowControlled {
 CAIRN_REGISTER_OPERATOR({
     .name = "throttle",
     .role = OperatorRole::kTransform,
-    .output = Schema{"", "", ""},
     .params = {{.name = "rate", .type = ParamType::kInt, .required = true, .min_int = 1,
                 .doc = "records per second per subtask"}},
     .doc = "Passes records through at most `rate` records per second per subtask, so that a "

@@ -41,7 +41,7 @@ OperatorConfig Op(std::string id, std::string type, uint32_t parallelism, std::v
   c.type = std::move(type);
   c.parallelism = parallelism;
   c.inputs = std::move(inputs);
-  c.key_by = std::move(key_by);
+  if (!key_by.empty()) c.key_by = {std::move(key_by)};
   return c;
 }
 

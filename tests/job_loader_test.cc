@@ -178,9 +178,9 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"KeyByMissing", Edit("    key_by: word\n", ""), {},
        {"t.yaml:8:5: operator 'cnt' (type count) is keyed and needs key_by"}},
       {"KeyByWrongField", Edit("key_by: word", "key_by: line"), {},
-       {"t.yaml:10:13: operator 'cnt' has key_by 'line', but its input 'tok' (type tokenize) emits records keyed by 'word'"}},
+       {"t.yaml:10:13: operator 'cnt' has key_by 'line', but its input 'tok' emits (word string), which has no field 'line'"}},
       {"KeyByWrongFieldOfSecondInput", Edit("inputs: [tok]", "inputs: [tok, src]"), {},
-       {"t.yaml:10:13: operator 'cnt' has key_by 'word', but its input 'src' (type generator) emits records keyed by 'line'"}},
+       {"t.yaml:10:13: operator 'cnt' has key_by 'word', but its input 'src' emits (line string), which has no field 'word'"}},
 
       // checkpoint.*
       {"CheckpointMode", Edit("operators:", "checkpoint:\n  mode: exactly_once\noperators:"), {},
@@ -342,7 +342,7 @@ TEST(JobLoader, FullExampleFromFile) {
   EXPECT_EQ(src.type, "file_source");
   EXPECT_EQ(src.parallelism, 2u);
   EXPECT_TRUE(src.inputs.empty());
-  EXPECT_EQ(src.key_by, "");
+  EXPECT_TRUE(src.key_by.empty());
   EXPECT_EQ(src.GetString("path"), "data/input.txt");
   EXPECT_EQ(src.GetInt("rate"), 0);  // the default
   EXPECT_EQ(src.params.size(), 2u);
@@ -352,7 +352,7 @@ TEST(JobLoader, FullExampleFromFile) {
   EXPECT_EQ(spec.operators[1].parallelism, 2u);  // the job's
   EXPECT_EQ(spec.operators[1].inputs, std::vector<std::string>{"source"});
   EXPECT_TRUE(spec.operators[1].params.empty());
-  EXPECT_EQ(spec.operators[2].key_by, "word");
+  EXPECT_EQ(spec.operators[2].key_by, std::vector<std::string>{"word"});
   EXPECT_EQ(spec.operators[2].inputs, std::vector<std::string>{"tokenize"});
   EXPECT_EQ(spec.operators[3].GetString("path"), "out/wordcount");
   EXPECT_EQ(spec.operators[3].location, path + ":26:5");
@@ -487,7 +487,7 @@ TEST(JobLoader, SetOperatorInputsAndKeyBy) {
                                  "operators.cnt.key_by=word"});
   EXPECT_EQ(spec.Find("tok")->inputs, (std::vector<std::string>{"src", "gen2"}));
   EXPECT_EQ(spec.Find("out")->inputs, std::vector<std::string>{"tok"});
-  EXPECT_EQ(spec.Find("cnt")->key_by, "word");
+  EXPECT_EQ(spec.Find("cnt")->key_by, std::vector<std::string>{"word"});
   EXPECT_TRUE(MustLoad(kBase, {"operators.src.inputs="}).operators[0].inputs.empty());
 }
 
@@ -573,13 +573,7 @@ std::string RenderOperatorReference() {
     if (t.role == OperatorRole::kSource) md << " Takes no `inputs`.";
     if (t.role == OperatorRole::kSink) md << " Emits nothing; no operator may read from it.";
     md << "\n";
-    if (!t.output.key.empty()) {
-      md << "- Emits: key `" << t.output.key << "`";
-      if (!t.output.a.empty()) md << ", value `" << t.output.a << "`";
-      if (!t.output.b.empty()) md << ", value `" << t.output.b << "`";
-      md << ".\n";
-    }
-    md << (t.keyed ? "- Keyed: yes. REQUIRES: `key_by`, naming the key of every input.\n"
+    md << (t.keyed ? "- Keyed: yes. REQUIRES: `key_by`, the key field(s), in every input.\n"
                    : "- Keyed: no. `key_by` is not allowed.\n");
     md << "\n";
     if (t.params.empty()) md << "No parameters.\n\n";

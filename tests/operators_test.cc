@@ -41,6 +41,7 @@ OperatorConfig Config(const std::string& type, const std::string& id,
   c.type = type;
   if (t == nullptr) return c;
   for (const ParamSpec& p : t->params) c.params[p.name] = p.default_value;
+  if (t->keyed) c.key_by = {"key"};  // the key of KeyValueSchema records
   for (const auto& [name, value] : params) {
     EXPECT_NE(t->FindParam(name), nullptr) << type << " has no parameter " << name;
     c.params[name] = value;
@@ -50,6 +51,12 @@ OperatorConfig Config(const std::string& type, const std::string& id,
       EXPECT_TRUE(params.count(p.name)) << "required parameter " << p.name << " of " << type;
     }
   return c;
+}
+
+// (key string, value int64): what the word count's sink gets.
+const SchemaRef& PairSchema() {
+  static const SchemaRef schema = MakeSchema({{"key", FieldType::kString}, {"value", FieldType::kInt64}});
+  return schema;
 }
 
 std::unique_ptr<Operator> Create(const OperatorConfig& c) { return FindOperatorType(c.type)->create(c); }
@@ -530,7 +537,7 @@ class FileSinkTest : public ::testing::Test {
   }
 
   static void Write(Operator* sink, std::initializer_list<std::pair<std::string_view, int64_t>> records) {
-    RecordBatch in, unused;
+    RecordBatch in(PairSchema()), unused;
     for (const auto& [k, v] : records) in.Add(k, v);
     Status s = sink->Process(0, in, &unused);
     EXPECT_TRUE(s.ok()) << s.ToString();
@@ -793,7 +800,7 @@ TEST_F(FileSinkTest, AnAsyncPartSucceedsWhenAnEarlierConcurrentCheckpointCommitt
 TEST_F(FileSinkTest, AFailedWriteIsReturnedByTheProcessCallThatMetIt) {
   auto sink = OpenSink();
   std::filesystem::remove_all(out());  // the in-progress file cannot be created
-  RecordBatch in, unused;
+  RecordBatch in(PairSchema()), unused;
   in.Add(std::string(3 << 19, 'b'), 1);  // 1.5 MiB: written at once
   Status s = sink->Process(0, in, &unused);
   EXPECT_FALSE(s.ok());

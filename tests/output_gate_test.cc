@@ -18,6 +18,13 @@
 namespace cairn {
 namespace {
 
+// Hash edges of these tests partition KeyValueSchema records by their "key".
+KeySelector KeyField() {
+  KeySelector k;
+  if (!KeySelector::Make(*KeyValueSchema(), {"key"}, &k).ok()) std::abort();
+  return k;
+}
+
 constexpr uint32_t kMaxParallelism = 128;
 
 // Channels from one producer subtask to `n` consumer subtasks, read back by the test.
@@ -73,7 +80,7 @@ TEST(OutputGateTest, HashEdgePutsEveryRecordOnTheChannelOfTheSubtaskOwningItsKey
   constexpr uint32_t kParallelism = 3;
   Downstream down(kParallelism);
   OutputGate gate(kMaxParallelism);
-  gate.AddHashEdge(down.channels());
+  gate.AddHashEdge(down.channels(), KeyField());
 
   RecordBatch batch;
   for (int i = 0; i < 5000; ++i) batch.Add(Key(i), i);  // more than one full batch per channel
@@ -96,7 +103,7 @@ TEST(OutputGateTest, HashEdgePutsEveryRecordOnTheChannelOfTheSubtaskOwningItsKey
 TEST(OutputGateTest, HashEdgeKeepsTheValuesWithTheirKeys) {
   Downstream down(2);
   OutputGate gate(kMaxParallelism);
-  gate.AddHashEdge(down.channels());
+  gate.AddHashEdge(down.channels(), KeyField());
   RecordBatch batch;
   for (int i = 0; i < 100; ++i) batch.Add(Key(i), i, -i);
   ASSERT_TRUE(gate.Emit(&batch));
@@ -114,7 +121,7 @@ TEST(OutputGateTest, HashEdgeKeepsTheValuesWithTheirKeys) {
 TEST(OutputGateTest, EmitTakesTheRecordsOutOfTheCallersBatch) {
   Downstream down(2);
   OutputGate gate(kMaxParallelism);
-  gate.AddHashEdge(down.channels());
+  gate.AddHashEdge(down.channels(), KeyField());
   RecordBatch batch;
   batch.Add("x");
   batch.Add("y");
@@ -147,7 +154,7 @@ TEST(OutputGateTest, ForwardEdgeKeepsTheOrderOfRecordsAcrossBatchesOfEverySize) 
 TEST(OutputGateTest, FlushWithNothingBufferedPushesNothing) {
   Downstream down(2);
   OutputGate gate(kMaxParallelism);
-  gate.AddHashEdge(down.channels());
+  gate.AddHashEdge(down.channels(), KeyField());
   ASSERT_TRUE(gate.Flush());
   EXPECT_TRUE(down.Take(0).empty());
   EXPECT_TRUE(down.Take(1).empty());
@@ -157,7 +164,7 @@ TEST(OutputGateTest, BroadcastFlushesPartialBatchesBeforeTheBarrierOnEveryChanne
   constexpr uint32_t kParallelism = 3;
   Downstream down(kParallelism);
   OutputGate gate(kMaxParallelism);
-  gate.AddHashEdge(down.channels());
+  gate.AddHashEdge(down.channels(), KeyField());
 
   RecordBatch batch;
   for (int i = 0; i < 30; ++i) batch.Add(Key(i));  // a few records: partial batches only
@@ -184,7 +191,7 @@ TEST(OutputGateTest, BroadcastPutsTheMarkerOnEveryChannelOfEveryEdge) {
   Downstream hashed(2);
   Downstream forwarded(1);
   OutputGate gate(kMaxParallelism);
-  gate.AddHashEdge(hashed.channels());
+  gate.AddHashEdge(hashed.channels(), KeyField());
   gate.AddForwardEdge(forwarded.channels()[0]);
 
   RecordBatch batch;
@@ -247,7 +254,7 @@ void ExpectSnapshotNeverSplitsABatch(bool hash_first) {
   Downstream second(1, /*capacity=*/1, "second");
   OutputGate gate(kMaxParallelism);
   if (hash_first) {
-    gate.AddHashEdge(first.channels());
+    gate.AddHashEdge(first.channels(), KeyField());
   } else {
     gate.AddForwardEdge(first.channels()[0]);
   }

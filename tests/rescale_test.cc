@@ -55,7 +55,8 @@ RecordedChannel Recorded(const std::string& name, uint32_t by, const std::vector
   RecordedChannel rc;
   rc.recorded_by = by;
   rc.channel.name = name;
-  rc.channel.schema = Schema{"key", "seq", ""};
+  rc.channel.schema = MakeSchema({{"key", FieldType::kString}, {"seq", FieldType::kInt64}});
+  rc.channel.records.set_schema(rc.channel.schema);
   int64_t seq = base;
   for (const std::string& k : keys) rc.channel.records.Add(k, seq++);
   return rc;
@@ -67,6 +68,7 @@ ChannelEdge Edge(const std::string& from, const std::string& to, bool hash, uint
   e.producer = from;
   e.consumer = to;
   e.hash = hash;
+  e.key_by = {"key"};
   e.old_producers = op;
   e.old_consumers = oc;
   e.new_producers = np;
@@ -288,7 +290,14 @@ OperatorConfig Config(const std::string& type, const std::map<std::string, std::
   c.type = type;
   for (const ParamSpec& p : t->params) c.params[p.name] = p.default_value;
   for (const auto& [k, v] : params) c.params[k] = v;
+  if (t->keyed) c.key_by = {"key"};  // the key of KeyValueSchema records
   return c;
+}
+
+// (key string, value int64): what the word count's sink gets.
+const SchemaRef& PairSchema() {
+  static const SchemaRef schema = MakeSchema({{"key", FieldType::kString}, {"value", FieldType::kInt64}});
+  return schema;
 }
 
 OperatorContext Ctx(uint32_t subtask, uint32_t p, const std::optional<std::string>& state) {
@@ -450,14 +459,14 @@ TEST(SinkRescaleTest, EveryPendingFileOfTheOldSubtasksIsCommittedOnceAndLaterOne
     auto op = t->create(Config("file_sink", {{"path", out}}));
     OperatorContext ctx = Ctx(j, 3, std::nullopt);
     ASSERT_TRUE(op->Open(ctx).ok());
-    RecordBatch b;
+    RecordBatch b(PairSchema());
     b.Add("before" + std::to_string(j), 1);
     ASSERT_TRUE(op->Process(0, b, nullptr).ok());
     OperatorSnapshot snap;
     ASSERT_TRUE(op->SnapshotState(5, &snap).ok());  // pending for checkpoint 5, not committed
     ASSERT_TRUE(!snap.async_part || snap.async_part().ok());
     states[j] = snap.operator_state;
-    RecordBatch after;
+    RecordBatch after(PairSchema());
     after.Add("after" + std::to_string(j), 1);  // written after checkpoint 5: must go
     ASSERT_TRUE(op->Process(0, after, nullptr).ok());
     OperatorSnapshot later;
@@ -481,7 +490,7 @@ TEST(SinkRescaleTest, EveryPendingFileOfTheOldSubtasksIsCommittedOnceAndLaterOne
   }
   EXPECT_EQ(files, 3u);
   // The restored subtask writes under a new run: nothing old is overwritten when it commits.
-  RecordBatch b;
+  RecordBatch b(PairSchema());
   b.Add("new", 1);
   ASSERT_TRUE(op->Process(0, b, nullptr).ok());
   OperatorSnapshot snap;
@@ -541,8 +550,8 @@ TEST(KeyGroupCheckTest, BankAccountsCreditForAnAccountItDoesNotOwnIsRefused) {
   std::string foreign;
   for (int a = 0; a < 10 && foreign.empty(); ++a)
     if (Owner(std::to_string(a), 3) != 0) foreign = std::to_string(a);
-  RecordBatch in, out;
-  in.Add(foreign, 12, -1);  // a credit
+  RecordBatch in(MakeSchema({{"account", FieldType::kString}, {"amount", FieldType::kInt64}})), out;
+  in.Add(foreign, 12);  // a credit
   ASSERT_TRUE(op->Process(0, in, &out).ok());
   EXPECT_EQ(state.size(), owned);
   EXPECT_FALSE(state.foreign_key_error().ok());

@@ -106,7 +106,7 @@ TEST(SnapshotPersisterTest, ARunningJobOfAnAbortedCheckpointStopsBeforeItsNextWr
   };
   job->channel_state = std::make_unique<ChannelStateRecords>();
   job->channel_state->channel_names.push_back("up[0]->head[0]");
-  job->channel_state->schemas.push_back(Schema{"word", "count", "b"});
+  job->channel_state->schemas.push_back(KeyValueSchema());
   job->channel_state->records.emplace_back();
   job->channel_state->records[0].Add("in-flight", 1, 0);
   persister.Submit(std::move(job));

@@ -38,6 +38,20 @@ class Decoder {
     in_.remove_prefix(n);
     return true;
   }
+  // The same without copying: *s points into the input.
+  bool GetLengthPrefixedView(std::string_view* s) {
+    uint64_t n;
+    if (!GetFixed64(&n) || n > in_.size()) return false;
+    *s = in_.substr(0, n);
+    in_.remove_prefix(n);
+    return true;
+  }
+  bool GetByte(uint8_t* v) {
+    if (in_.empty()) return false;
+    *v = static_cast<uint8_t>(in_[0]);
+    in_.remove_prefix(1);
+    return true;
+  }
   bool done() const { return in_.empty(); }
 
  private:

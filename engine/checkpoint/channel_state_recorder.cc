@@ -9,13 +9,14 @@ void ChannelStateRecorder::Start(CheckpointId id, std::vector<uint64_t> ends) {
   Recording r;
   r.records = std::make_unique<ChannelStateRecords>();
   r.records->id = id;
-  r.records->records.resize(n);
+  r.records->records.reserve(n);
   r.start.resize(n);
   r.copied.resize(n);
   r.end = std::move(ends);
   for (size_t i = 0; i < n; ++i) {
     r.records->channel_names.push_back(gate_->inputs()[i].channel->name());
     r.records->schemas.push_back(gate_->inputs()[i].channel->schema());
+    r.records->records.emplace_back(r.records->schemas.back() ? RecordBatch(r.records->schemas.back()) : RecordBatch());
     r.start[i] = r.copied[i] = gate_->consumed(i);
   }
   recordings_.emplace(id, std::move(r));

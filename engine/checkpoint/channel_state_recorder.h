@@ -31,7 +31,7 @@ namespace cairn {
 struct ChannelStateRecords {
   CheckpointId id = 0;
   std::vector<std::string> channel_names;
-  std::vector<Schema> schemas;
+  std::vector<SchemaRef> schemas;
   std::vector<RecordBatch> records;
 };
 

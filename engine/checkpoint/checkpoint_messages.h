@@ -51,13 +51,13 @@ struct PersistJob {
 // One channel's in-flight records as read back from a checkpoint.
 struct RestoredChannel {
   std::string name;  // "<producer op>[i]-><consumer op>[j]"
-  Schema schema;     // field names of the records (the producer's schema)
+  SchemaRef schema;  // of the records (the producer's)
   RecordBatch records;
 };
 
 // Encodes / decodes channel state as stored in channel.state (inside a checksummed blob):
-// a count of channels, then per channel its name, the three field names, the record count,
-// and the records (key, a, b). Decode returns false when the bytes are malformed.
+// a count of channels, then per channel its name, its schema, the record count, and the
+// records (engine/dataflow/record_codec.h). Decode returns false when the bytes are malformed.
 std::string EncodeChannelState(const ChannelStateRecords& c);
 bool DecodeChannelState(std::string_view bytes, std::vector<RestoredChannel>* out);
 

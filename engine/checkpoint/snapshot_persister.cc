@@ -4,6 +4,7 @@
 #include "engine/base/file_util.h"
 #include "engine/base/crash_points.h"
 #include "engine/base/storage_faults.h"
+#include "engine/dataflow/record_codec.h"
 #include <string>
 #include "state/checkpoint_layout.h"
 #include "state/rocksdb_state_store.h"
@@ -19,16 +20,9 @@ std::string EncodeChannelState(const ChannelStateRecords& c) {
     const RecordBatch& b = c.records[i];
     if (b.empty()) continue;
     PutLengthPrefixed(&out, c.channel_names[i]);
-    const Schema& sc = c.schemas[i];
-    PutLengthPrefixed(&out, sc.key);
-    PutLengthPrefixed(&out, sc.a);
-    PutLengthPrefixed(&out, sc.b);
+    EncodeSchema(*b.schema(), &out);
     PutFixed64(&out, b.size());
-    for (size_t r = 0; r < b.size(); ++r) {
-      PutLengthPrefixed(&out, b.key(r));
-      PutFixed64(&out, static_cast<uint64_t>(b.a(r)));
-      PutFixed64(&out, static_cast<uint64_t>(b.b(r)));
-    }
+    for (size_t r = 0; r < b.size(); ++r) EncodeRow(b, r, &out);
   }
   return out;
 }
@@ -37,19 +31,14 @@ bool DecodeChannelState(std::string_view bytes, std::vector<RestoredChannel>* ou
   Decoder d(bytes);
   uint64_t channels;
   if (!d.GetFixed64(&channels)) return false;
-  std::string key;
   for (uint64_t c = 0; c < channels; ++c) {
     RestoredChannel rc;
     uint64_t n;
-    if (!d.GetLengthPrefixed(&rc.name) || !d.GetLengthPrefixed(&rc.schema.key) || !d.GetLengthPrefixed(&rc.schema.a) ||
-        !d.GetLengthPrefixed(&rc.schema.b) || !d.GetFixed64(&n))
-      return false;
+    if (!d.GetLengthPrefixed(&rc.name) || !DecodeSchema(&d, &rc.schema) || !d.GetFixed64(&n)) return false;
     RecordBatch& b = rc.records;
-    for (uint64_t r = 0; r < n; ++r) {
-      uint64_t a, bb;
-      if (!d.GetLengthPrefixed(&key) || !d.GetFixed64(&a) || !d.GetFixed64(&bb)) return false;
-      b.Add(key, static_cast<int64_t>(a), static_cast<int64_t>(bb));
-    }
+    b.set_schema(rc.schema);
+    for (uint64_t r = 0; r < n; ++r)
+      if (!DecodeRow(&d, &b)) return false;
     out->push_back(std::move(rc));
   }
   return d.done();

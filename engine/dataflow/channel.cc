@@ -109,8 +109,11 @@ void Channel::Recycle(std::unique_ptr<RecordBatch> b) {
 
 std::unique_ptr<RecordBatch> Channel::TakeEmptyBatch() {
   std::unique_ptr<RecordBatch> b;
-  if (recycled_.try_dequeue(b)) return b;
-  return std::make_unique<RecordBatch>();
+  if (recycled_.try_dequeue(b)) {
+    if (schema_ != nullptr) b->Reset(schema_);
+    return b;
+  }
+  return schema_ != nullptr ? std::make_unique<RecordBatch>(schema_) : std::make_unique<RecordBatch>();
 }
 
 void Channel::Cancel() {

@@ -54,9 +54,10 @@ class Channel {
   bool unbounded() const { return unbounded_; }
   uint64_t backlog_limit() const { return backlog_limit_; }
   BacklogListener* backlog_listener() const { return listener_; }
-  // Field names of the records on this channel (the producer's schema), for channel state.
-  const Schema& schema() const { return schema_; }
-  void set_schema(Schema s) { schema_ = std::move(s); }
+  // The schema of the records on this channel (the producer's); set before the job starts.
+  // Empty batches it hands out (TakeEmptyBatch) hold records of it.
+  const SchemaRef& schema() const { return schema_; }
+  void set_schema(SchemaRef s) { schema_ = std::move(s); }
 
   // Blocks while the channel is full. Returns false (dropping `e`) once Cancel() was called or
   // the handler gave up.
@@ -100,7 +101,7 @@ class Channel {
   const bool unbounded_;
   const uint64_t backlog_limit_;
   BacklogListener* const listener_;
-  Schema schema_;
+  SchemaRef schema_;
   std::atomic<int64_t> read_ahead_{0};   // elements in the consumer's overflow
   std::atomic<uint64_t> wanted_{0};      // the consumer waits for records before this position
   uint64_t pushed_records_ = 0;          // producer thread only

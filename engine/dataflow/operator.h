@@ -48,6 +48,8 @@ struct OperatorContext {
   uint32_t parallelism = 1;
   uint32_t max_parallelism = 128;
   KeyGroupRange key_groups;                          // of this subtask
+  std::vector<SchemaRef> input_schemas;              // what each input carries (sources: none)
+  SchemaRef output_schema;                           // what it emits (null for sinks)
   KeyedInt64State* keyed_state = nullptr;            // set for keyed operators only
   std::optional<CheckpointId> restored_checkpoint;   // the checkpoint restored from, if any
   std::optional<std::string> restored_operator_state;  // this subtask's bytes from it, if any

@@ -5,13 +5,13 @@
 namespace cairn {
 
 void OutputGate::AddForwardEdge(Channel* ch) {
-  Edge e{false, {}};
+  Edge e{false, {}, {}};
   e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
   edges_.push_back(std::move(e));
 }
 
-void OutputGate::AddHashEdge(std::vector<Channel*> channels) {
-  Edge e{true, {}};
+void OutputGate::AddHashEdge(std::vector<Channel*> channels, KeySelector key) {
+  Edge e{true, {}, std::move(key)};
   for (Channel* ch : channels) e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
   edges_.push_back(std::move(e));
 }
@@ -51,7 +51,7 @@ bool OutputGate::Emit(RecordBatch* batch) {
     }
     const uint32_t p = static_cast<uint32_t>(e.targets.size());
     for (size_t i = 0; i < batch->size(); ++i) {
-      uint32_t kg = KeyGroupOf(KeyHash(batch->key(i)), max_parallelism_);
+      uint32_t kg = KeyGroupOf(e.key.Hash(*batch, i, &scratch_), max_parallelism_);
       Target& t = e.targets[SubtaskForKeyGroup(kg, max_parallelism_, p)];
       t.pending->AddFrom(*batch, i);
       ++t.assigned;

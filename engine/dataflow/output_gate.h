@@ -19,6 +19,7 @@
 
 #include "engine/dataflow/channel.h"
 #include "engine/dataflow/record_batch.h"
+#include "engine/dataflow/record_codec.h"
 
 namespace cairn {
 
@@ -28,7 +29,9 @@ class OutputGate {
   void set_blocked_handler(BlockedHandler* h) { handler_ = h; }
 
   void AddForwardEdge(Channel* ch);
-  void AddHashEdge(std::vector<Channel*> channels);
+  // Records go to the channel of the subtask owning their key group; `key` selects the key
+  // fields of the records emitted.
+  void AddHashEdge(std::vector<Channel*> channels, KeySelector key);
 
   // Takes the records of `batch` (leaving it empty, possibly with another batch's capacity).
   bool Emit(RecordBatch* batch);
@@ -49,6 +52,7 @@ class OutputGate {
   struct Edge {
     bool hash;
     std::vector<Target> targets;
+    KeySelector key;  // hash edges
   };
   bool PushPending(Target* t);
 
@@ -57,6 +61,7 @@ class OutputGate {
   std::vector<Edge> edges_;
   uint64_t records_out_ = 0;
   BlockedHandler* handler_ = nullptr;
+  std::string scratch_;  // composite keys
 };
 
 }  // namespace cairn

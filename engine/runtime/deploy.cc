@@ -22,18 +22,6 @@ std::string ChannelName(const JobSpec& spec, const ExecutionPlan& plan, const Pl
          spec.operators[plan.chains[e.to_chain].ops.front()].id + "[" + std::to_string(to) + "]";
 }
 
-// The field names of what operator `op` emits; a pass-through transform (empty schema, such as
-// throttle) emits its first input's records.
-Schema EmittedSchema(const JobSpec& spec, int op) {
-  for (size_t hops = 0; hops <= spec.operators.size(); ++hops) {
-    const OperatorConfig& c = spec.operators[op];
-    const OperatorType* t = FindOperatorType(c.type);
-    if (!t->output.key.empty() || c.inputs.empty()) return t->output;
-    const OperatorConfig* in = spec.Find(c.inputs[0]);
-    op = static_cast<int>(in - spec.operators.data());
-  }
-  return Schema{};
-}
 
 bool IsKeyed(const JobSpec& spec, const ChainedOperator& c) {
   return FindOperatorType(spec.Find(c.ctx.operator_id)->type)->keyed;
@@ -62,6 +50,9 @@ Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, cons
         c.ctx.parallelism = oc.parallelism;
         c.ctx.max_parallelism = spec.max_parallelism;
         c.ctx.key_groups = KeyGroupRange::ForSubtask(i, spec.max_parallelism, oc.parallelism);
+        c.ctx.output_schema = spec.schemas[op_index];
+        for (const std::string& in : oc.inputs)
+          c.ctx.input_schemas.push_back(spec.schemas[spec.Find(in) - spec.operators.data()]);
         if (restore.active) {
           c.ctx.restored_checkpoint = restore.checkpoint.metadata.id;
           auto it = restore.operator_state.find({oc.id, i});
@@ -153,7 +144,13 @@ void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<Subt
   for (const PlanEdge& e : plan.edges) {
     auto& from = chain_tasks[e.from_chain];
     auto& to = chain_tasks[e.to_chain];
-    const Schema schema = EmittedSchema(spec, plan.chains[e.from_chain].ops.back());
+    const SchemaRef& schema = spec.schemas[plan.chains[e.from_chain].ops.back()];
+    const OperatorConfig& consumer = spec.operators[plan.chains[e.to_chain].ops.front()];
+    KeySelector key;
+    if (e.hash) {
+      Status s = KeySelector::Make(*schema, consumer.key_by, &key);
+      if (!s.ok()) std::abort();  // the loader checked every key_by field against every input
+    }
     auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {
       out->channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(),
                                                         b->parker(), /*unbounded=*/e.feedback,
@@ -168,7 +165,7 @@ void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<Subt
       for (uint32_t i = 0; i < from.size(); ++i) {
         std::vector<Channel*> outs;
         for (uint32_t j = 0; j < to.size(); ++j) outs.push_back(make(from[i], to[j], i, j));
-        from[i]->output_gate()->AddHashEdge(std::move(outs));
+        from[i]->output_gate()->AddHashEdge(std::move(outs), key);
       }
     }
   }

@@ -130,6 +130,8 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
     ce.producer = spec.operators[exec.chains[e.from_chain].ops.back()].id;
     ce.consumer = spec.operators[exec.chains[e.to_chain].ops.front()].id;
     ce.hash = e.hash;
+    ce.key_by = spec.operators[exec.chains[e.to_chain].ops.front()].key_by;
+    ce.schema = spec.schemas[exec.chains[e.from_chain].ops.back()];
     ce.new_producers = exec.chains[e.from_chain].parallelism;
     ce.new_consumers = exec.chains[e.to_chain].parallelism;
     auto old_p = [&old_parallelism](const std::string& op, uint32_t now) {

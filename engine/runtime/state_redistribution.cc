@@ -44,11 +44,11 @@ Status RedistributeChannelState(const std::vector<RecordedChannel>& recorded, co
                    [](const RecordedChannel* a, const RecordedChannel* b) { return a->recorded_by < b->recorded_by; });
   // The new channel (task, name) -> its index in (*out)[task].
   auto target = [out](const std::string& consumer, uint32_t j, const std::string& name,
-                      const Schema& schema) -> RestoredChannel& {
+                      const SchemaRef& schema) -> RestoredChannel& {
     std::vector<RestoredChannel>& chans = (*out)[{consumer, j}];
     for (RestoredChannel& c : chans)
       if (c.name == name) return c;
-    chans.push_back(RestoredChannel{name, schema, RecordBatch{}});
+    chans.push_back(RestoredChannel{name, schema, RecordBatch(schema)});
     return chans.back();
   };
   for (const RecordedChannel* rc : order) {
@@ -70,6 +70,11 @@ Status RedistributeChannelState(const std::vector<RecordedChannel>& recorded, co
                                 consumer + "[" + std::to_string(rc->recorded_by) + "]) do not fit the checkpoint's parallelism " +
                                 std::to_string(edge->old_producers) + " -> " + std::to_string(edge->old_consumers));
     const RecordBatch& records = rc->channel.records;
+    if (edge->schema != nullptr && *edge->schema != *rc->channel.schema)
+      return Status::InvalidArgument("checkpoint " + where + " holds in-flight records " + rc->channel.schema->ToString() +
+                                     " of channel " + name + ", but the job's edge from '" + producer + "' to '" +
+                                     consumer + "' now carries " + edge->schema->ToString() +
+                                     " (a changed schema); restore it with the job's original operators");
     if (!edge->hash) {
       uint32_t to = j % edge->new_consumers;
       RestoredChannel& t = target(consumer, to, MakeChannelName(producer, to, consumer, to), rc->channel.schema);
@@ -80,11 +85,17 @@ Status RedistributeChannelState(const std::vector<RecordedChannel>& recorded, co
     const KeyGroupRange old_range = KeyGroupRange::ForSubtask(j, max_parallelism, edge->old_consumers);
     // Per new consumer, the channel this old channel's records go to (looked up once).
     std::vector<RestoredChannel*> targets(edge->new_consumers, nullptr);
+    KeySelector key;
+    Status ks = KeySelector::Make(*rc->channel.schema, edge->key_by, &key);
+    if (!ks.ok())
+      return Status::InvalidArgument("checkpoint " + where + ": the in-flight records of channel " + name +
+                                     " cannot be keyed by '" + edge->key_by.front() + "': " + ks.message());
+    std::string scratch;
     for (size_t r = 0; r < records.size(); ++r) {
-      uint32_t kg = KeyGroupOf(KeyHash(records.key(r)), max_parallelism);
+      uint32_t kg = KeyGroupOf(key.Hash(records, r, &scratch), max_parallelism);
       if (!old_range.Contains(kg))
         return Status::Corruption("checkpoint " + where + ": channel " + name + " holds a record with key '" +
-                                  std::string(records.key(r)) + "' of key group " + std::to_string(kg) + ", which " +
+                                  std::string(key.Key(records, r, &scratch)) + "' of key group " + std::to_string(kg) + ", which " +
                                   consumer + "[" + std::to_string(j) + "] (key groups " + old_range.ToString() +
                                   ") did not own");
       uint32_t to = SubtaskForKeyGroup(kg, max_parallelism, edge->new_consumers);

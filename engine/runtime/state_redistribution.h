@@ -28,6 +28,7 @@
 
 #include "engine/checkpoint/checkpoint_messages.h"
 #include "engine/base/status.h"
+#include "engine/dataflow/record_codec.h"
 
 namespace cairn {
 
@@ -42,6 +43,8 @@ struct ChannelEdge {
   std::string producer;  // the producing chain's tail operator
   std::string consumer;  // the consuming chain's head operator
   bool hash = false;     // key_by partitioning; else forward
+  std::vector<std::string> key_by;  // hash edges: the consumer's key fields
+  SchemaRef schema;      // what the edge carries now (null: not checked)
   uint32_t old_producers = 1, old_consumers = 1;  // parallelism in the checkpoint
   uint32_t new_producers = 1, new_consumers = 1;  // parallelism now
 };

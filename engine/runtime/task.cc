@@ -164,10 +164,19 @@ bool Task::OnBlocked(Clock::time_point* deadline) {
   return ok && !cancelled_.load(std::memory_order_acquire);
 }
 
+void Task::ResetBuffer(size_t i) {
+  // Emit may have swapped a channel's batch into the buffer: make it hold the operator's records.
+  if (chain_[i].ctx.output_schema != nullptr) {
+    buffers_[i].Reset(chain_[i].ctx.output_schema);
+  } else {
+    buffers_[i].clear();
+  }
+}
+
 bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
   const RecordBatch* cur = &in;
   for (size_t i = from; i < chain_.size(); ++i) {
-    buffers_[i].clear();
+    ResetBuffer(i);
     // A sink's "output" is what it consumed.
     if (i + 1 == chain_.size() && !out_.has_outputs()) records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
     Status s = chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
@@ -188,7 +197,7 @@ bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
 bool Task::FinishChain(size_t from) {
   // Finish each operator in order; what one emits flows through the rest of the chain.
   for (size_t i = from; i < chain_.size(); ++i) {
-    buffers_[i].clear();
+    ResetBuffer(i);
     Status s = chain_[i].op->Finish(&buffers_[i]);
     if (!s.ok()) return OperatorFailed(chain_[i], s);
     if (!buffers_[i].empty()) {
@@ -266,7 +275,7 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
     in_.MarkProcessed(current_.slot, batch, 0, n);
     if (!ProcessChain(0, current_.input_index, batch)) return false;
   } else {
-    slice_.clear();
+    slice_.Reset(batch.schema());
     slice_.AppendRange(batch, current_offset_, current_offset_ + n);
     in_.MarkProcessed(current_.slot, batch, current_offset_, current_offset_ + n);
     if (!ProcessChain(0, current_.input_index, slice_)) return false;
@@ -317,7 +326,7 @@ void Task::RunSource() {
       parker_.Park(t);
       continue;
     }
-    batch.clear();
+    ResetBuffer(0);
     Clock::time_point resume_at;
     auto r = source_->Poll(&batch, kSourceBatchRecords, &resume_at);
     if (!batch.empty()) {

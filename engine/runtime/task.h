@@ -91,6 +91,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   void RunConsumer();
   bool HandleControl();  // false when the task must stop
   bool ProcessChain(size_t from, int input, const RecordBatch& in);
+  void ResetBuffer(size_t i);
   // Process (part of) the current input batch, as far as the head operator admits. False when
   // the task must stop; *waiting set when the head admitted nothing until *resume_at.
   bool ProcessCurrent(bool* waiting, std::chrono::steady_clock::time_point* resume_at);

@@ -1,4 +1,5 @@
 #include "jobs/cli/state_dump.h"
+#include "engine/dataflow/record_codec.h"
 
 #include <cinttypes>
 
@@ -54,19 +55,23 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
       std::vector<RestoredChannel> channels;
       if (!DecodeChannelState(bytes, &channels)) return Status::Corruption(file + ": damaged (channel state records do not parse)");
       for (const RestoredChannel& c : channels) {
-        const Schema& sc = c.schema;
+        const Schema& sc = *c.schema;
+        std::string rec;
         for (size_t i = 0; i < c.records.size(); ++i) {
-          std::string_view key = c.records.key(i);
+          rec.clear();
           if (json) {
-            std::string rec = "{" + JsonQuote(sc.key.empty() ? "key" : sc.key) + ":" + JsonQuote(key);
-            if (!sc.a.empty()) rec += "," + JsonQuote(sc.a) + ":" + std::to_string(c.records.a(i));
-            if (!sc.b.empty()) rec += "," + JsonQuote(sc.b) + ":" + std::to_string(c.records.b(i));
-            rec += "}";
+            AppendJsonObject(c.records, i, &rec);
             fprintf(out, "%s,\"channel\":%s,\"record\":%s}\n", prefix.c_str(), JsonQuote(c.name).c_str(), rec.c_str());
           } else {
-            std::string rec = (sc.key.empty() ? "key" : sc.key) + "=" + std::string(key);
-            if (!sc.a.empty()) rec += " " + sc.a + "=" + std::to_string(c.records.a(i));
-            if (!sc.b.empty()) rec += " " + sc.b + "=" + std::to_string(c.records.b(i));
+            for (size_t f = 0; f < sc.size(); ++f) {
+              if (f > 0) rec += ' ';
+              rec += sc.field(f).name + "=";
+              if (c.records.IsNull(i, f)) {
+                rec += "null";
+              } else {
+                AppendText(c.records, i, f, &rec);
+              }
+            }
             fprintf(out, "%s\tchannel\t%s\t%s\n", prefix.c_str(), c.name.c_str(), rec.c_str());
           }
         }

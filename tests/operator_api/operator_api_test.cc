@@ -53,7 +53,6 @@ class FailAt final : public Operator {
 
 CAIRN_REGISTER_OPERATOR({
     .name = "fail_at",
-    .output = Schema{"", "", ""},
     .params = {{.name = "call", .type = ParamType::kString, .required = true, .doc = "process, finish or notify"}},
     .doc = "Fails in the call named by `call` (tests only).",
     .create = MakeOperator<FailAt>,
@@ -130,7 +129,7 @@ TEST(WritingAnOperator, TheRegistryFindsAnOperatorRegisteredInItsOwnFile) {
 
 TEST(WritingAnOperator, ARegisteredOperatorRunsInAJob) {
   // count emits (word, running count); at_least keeps the counts of 2 and more.
-  OperatorJob job("frequent", "at_least", "    min: 2\n");
+  OperatorJob job("frequent", "at_least", "    field: count\n    min: 2\n");
   CliResult r = job.Run();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("job operator-api completed"));
@@ -138,7 +137,7 @@ TEST(WritingAnOperator, ARegisteredOperatorRunsInAJob) {
 }
 
 TEST(WritingAnOperator, TheLoaderValidatesTheParametersOfARegisteredOperator) {
-  OperatorJob job("frequent", "at_least");
+  OperatorJob job("frequent", "at_least", "    field: count\n");
   CliResult r = job.Run();
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("(type at_least) is missing required parameter 'min' (integer: smallest value passed on)"));

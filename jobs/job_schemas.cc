@@ -1,0 +1,113 @@
+#include "jobs/job_schemas.h"
+
+#include <map>
+
+#include "jobs/registry.h"
+
+namespace cairn {
+
+namespace {
+
+Status ErrorAt(const std::string& place, const std::string& what) { return Status::InvalidArgument(place + ": " + what); }
+
+// The schema `op` emits given `inputs` (null: not derived yet), with the key_by checks.
+Status DeriveOne(const OperatorConfig& op, const OperatorPlaces& at, const std::vector<SchemaRef>& inputs,
+                 SchemaRef* out) {
+  const OperatorType& t = *FindOperatorType(op.type);
+  const std::string what = "operator '" + op.id + "'";
+  const SchemaRef* first = nullptr;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const SchemaRef& in = inputs[k];
+    if (in == nullptr) continue;
+    for (const std::string& f : op.key_by) {
+      int i = in->IndexOf(f);
+      if (i < 0)
+        return ErrorAt(at.key_by, what + " has key_by '" + op.KeyByText() + "', but its input '" + op.inputs[k] +
+                                      "' emits " + in->ToString() + ", which has no field '" + f + "'");
+      if (first != nullptr && (*first)->IndexOf(f) >= 0 &&
+          (*first)->field(static_cast<size_t>((*first)->IndexOf(f))).type != in->field(static_cast<size_t>(i)).type)
+        return ErrorAt(at.key_by, what + " is keyed by '" + f + "', which is " +
+                                      FieldTypeName((*first)->field(static_cast<size_t>((*first)->IndexOf(f))).type) +
+                                      " in one input and " + FieldTypeName(in->field(static_cast<size_t>(i)).type) +
+                                      " in input '" + op.inputs[k] + "'");
+    }
+    if (first == nullptr) first = &in;
+  }
+  if (t.output_schema) return t.output_schema(op, inputs, out);
+  if (t.role == OperatorRole::kSink) {
+    *out = nullptr;
+    return Status::OK();
+  }
+  // A transform without a schema of its own emits what it reads: all inputs alike.
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k] == nullptr || inputs[k] == *first || *inputs[k] == **first) continue;
+    return ErrorAt(at.input[k], what + " (type " + t.name + ") emits what it reads, so its inputs must carry one " +
+                                    "schema; but '" + op.inputs[0] + "' emits " + (*first)->ToString() + " and '" +
+                                    op.inputs[k] + "' emits " + inputs[k]->ToString());
+  }
+  *out = *first;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status DeriveSchemas(JobSpec* spec, const std::vector<OperatorPlaces>& places) {
+  const size_t n = spec->operators.size();
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[spec->operators[i].id] = i;
+  std::vector<SchemaRef> schemas(n);
+  std::vector<bool> done(n, false), partial(n, false);
+  auto inputs_of = [&](size_t i, bool* all_known, bool* any_known) {
+    std::vector<SchemaRef> in;
+    *all_known = true;
+    *any_known = false;
+    for (const std::string& id : spec->operators[i].inputs) {
+      size_t j = index.at(id);
+      in.push_back(done[j] ? schemas[j] : nullptr);
+      *all_known &= done[j];
+      *any_known |= done[j];
+    }
+    return in;
+  };
+  for (size_t derived = 0; derived < n;) {
+    bool progress = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (done[i]) continue;
+      bool all, any;
+      std::vector<SchemaRef> in = inputs_of(i, &all, &any);
+      if (!all) continue;
+      CAIRN_RETURN_IF_ERROR(DeriveOne(spec->operators[i], places[i], in, &schemas[i]));
+      done[i] = progress = true;
+      ++derived;
+    }
+    if (progress) continue;
+    // Only cycles are left: derive the first operator fed from outside its cycle without the
+    // inputs it closes the cycle with; it is checked again once they are known.
+    for (size_t i = 0; i < n && !progress; ++i) {
+      if (done[i]) continue;
+      bool all, any;
+      std::vector<SchemaRef> in = inputs_of(i, &all, &any);
+      if (!any) continue;
+      CAIRN_RETURN_IF_ERROR(DeriveOne(spec->operators[i], places[i], in, &schemas[i]));
+      done[i] = partial[i] = progress = true;
+      ++derived;
+    }
+    if (!progress) return Status::Internal("schema derivation found no operator to derive");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!partial[i]) continue;
+    bool all, any;
+    std::vector<SchemaRef> in = inputs_of(i, &all, &any);
+    SchemaRef again;
+    CAIRN_RETURN_IF_ERROR(DeriveOne(spec->operators[i], places[i], in, &again));
+    if ((again == nullptr) != (schemas[i] == nullptr) || (again != nullptr && *again != *schemas[i]))
+      return ErrorAt(places[i].op, "operator '" + spec->operators[i].id + "' emits " + schemas[i]->ToString() +
+                                       " from its inputs outside the cycle but " +
+                                       (again ? again->ToString() : std::string("nothing")) +
+                                       " once the cycle is closed: a cycle must carry one schema");
+  }
+  spec->schemas = std::move(schemas);
+  return Status::OK();
+}
+
+}  // namespace cairn
