@@ -216,6 +216,7 @@ void BM_CountOperator(benchmark::State& state) {
   }
   KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
   OperatorConfig oc;
+  oc.key_by = {"key"};  // the words are KeyValueSchema records
   std::unique_ptr<Operator> count = FindOperatorType("count")->create(oc);
   OperatorContext ctx;
   ctx.keyed_state = &kv;

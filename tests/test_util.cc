@@ -151,7 +151,8 @@ std::string ReadText(const std::string& path) {
 namespace cairn::testing {
 
 CairnProcess::CairnProcess(const std::vector<std::string>& args, const std::string& out_file,
-                           const std::string& err_file, const std::vector<std::string>& env) {
+                           const std::string& err_file, const std::vector<std::string>& env,
+                           const std::string& binary) {
   pid_ = fork();
   if (pid_ == 0) {
     int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -162,7 +163,7 @@ CairnProcess::CairnProcess(const std::vector<std::string>& args, const std::stri
     dup2(devnull, 0);
     SetChildEnv(env);
     std::vector<std::string> copy = args;
-    std::string bin = CairnBinary();
+    std::string bin = binary.empty() ? CairnBinary() : binary;
     std::vector<char*> argv{bin.data()};
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -61,8 +61,9 @@ namespace cairn::testing {
 // A `cairn` child process whose stdout and stderr go to files.
 class CairnProcess {
  public:
+  // `binary`: the program to run; empty: the cairn binary.
   CairnProcess(const std::vector<std::string>& args, const std::string& out_file, const std::string& err_file,
-               const std::vector<std::string>& env = {});
+               const std::vector<std::string>& env = {}, const std::string& binary = "");
   ~CairnProcess();
   // Waits up to `timeout_ms` for the exit; false on timeout.
   bool Wait(int timeout_ms, RunResult* result);

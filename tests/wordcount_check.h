@@ -46,6 +46,7 @@ struct KillPlan {
   std::vector<std::string> killed_run_args;
   std::vector<std::string> last_run_args;
   bool list_checkpoints = false;  // fill KillRun::checkpoint_lines after every run
+  std::string binary;             // the program run; empty: the cairn binary
 };
 
 // A plan of `kills` kills after 1..3 new checkpoints each plus 0..max_extra_ms, with a random

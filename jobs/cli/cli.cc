@@ -1,5 +1,6 @@
 #include "jobs/cli/cli.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -138,6 +139,16 @@ int CmdValidate(const std::vector<std::string>& args) {
   for (const PlanEdge& e : plan.edges)
     printf("  %s -> %s  %s\n", plan.ChainName(spec, e.from_chain).c_str(), plan.ChainName(spec, e.to_chain).c_str(),
            e.hash ? "hash" : "forward");
+  // Every edge carries what its producer emits: one schema per operator says it all.
+  size_t width = 0;
+  for (const OperatorConfig& op : spec.operators) width = std::max(width, op.id.size());
+  printf("  schemas (an edge carries what its producer emits):\n");
+  for (size_t i = 0; i < spec.operators.size(); ++i) {
+    const OperatorConfig& op = spec.operators[i];
+    std::string what = spec.schemas[i] ? spec.schemas[i]->ToString() : "nothing (a sink)";
+    if (!op.key_by.empty()) what += "  (reads its inputs keyed by " + op.KeyByText() + ")";
+    printf("    %-*s  %s\n", static_cast<int>(width), op.id.c_str(), what.c_str());
+  }
   // A cycle is legal, but its records circulate until the job ends: if they multiply, the job
   // fails once a feedback channel holds more than checkpoint.max_feedback_backlog records; if
   // they never drain, after checkpoint.max_drain_checkpoints final checkpoints.
