@@ -209,6 +209,20 @@ TEST(ChannelStateRedistributionTest, RejectsARecordItsRecordingSubtaskDidNotOwn)
   EXPECT_THAT(s.message(), HasSubstr("chk-7"));
 }
 
+TEST(ChannelStateRedistributionTest, RejectsRecordsOfASchemaTheEdgeNoLongerCarries) {
+  ChannelEdge edge = Edge("up", "down", true, 2, 2, 2, 2);
+  edge.schema = MakeSchema({{"key", FieldType::kString}, {"seq", FieldType::kDouble}});  // was int64
+  RestoredChannelsByTask out;
+  Status s = RedistributeChannelState({Recorded("up[0]->down[0]", 0, KeysOwnedBy(0, 2, 1))}, {edge}, kMaxP, "chk-3", &out);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr("(key string, seq int64)"));
+  EXPECT_THAT(s.message(), HasSubstr("(key string, seq double)"));
+  EXPECT_THAT(s.message(), HasSubstr("chk-3"));
+  edge.schema = MakeSchema({{"key", FieldType::kString}, {"seq", FieldType::kInt64}});  // an equal schema
+  EXPECT_TRUE(
+      RedistributeChannelState({Recorded("up[0]->down[0]", 0, KeysOwnedBy(0, 2, 1))}, {edge}, kMaxP, "chk-3", &out).ok());
+}
+
 TEST(ChannelStateRedistributionTest, RejectsAChannelOfNoEdgeAndOneOutsideTheOldParallelism) {
   RestoredChannelsByTask out;
   Status s = RedistributeChannelState({Recorded("gone[0]->down[0]", 0, {})}, {Edge("up", "down", true, 1, 1, 2, 2)},
