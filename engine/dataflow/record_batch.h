@@ -12,7 +12,9 @@
 // one thread at a time and handed over whole through a channel; its SchemaRef is shared.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
+#include <memory>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -31,6 +33,35 @@ class RecordBatch {
  public:
   RecordBatch() : RecordBatch(KeyValueSchema()) {}
   explicit RecordBatch(SchemaRef schema) { set_schema(std::move(schema)); }
+  RecordBatch(const RecordBatch& o) { *this = o; }
+  RecordBatch& operator=(const RecordBatch& o) {
+    if (this == &o) return *this;
+    set_schema(o.schema_);
+    Reserve(o.size_);
+    if (o.size_ > 0) std::memcpy(cells_.get(), o.cells_.get(), o.size_ * sizeof(uint64_t));
+    size_ = o.size_;
+    rows_ = o.rows_;
+    arena_ = o.arena_;
+    return *this;
+  }
+  RecordBatch(RecordBatch&& o) noexcept { swap(o); }
+  RecordBatch& operator=(RecordBatch&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  void swap(RecordBatch& o) noexcept {
+    std::swap(schema_, o.schema_);
+    std::swap(fields_, o.fields_);
+    std::swap(stride_, o.stride_);
+    std::swap(rows_, o.rows_);
+    std::swap(cells_, o.cells_);
+    std::swap(size_, o.size_);
+    std::swap(capacity_, o.capacity_);
+    std::swap(types_, o.types_);
+    std::swap(var_fields_, o.var_fields_);
+    std::swap(arena_, o.arena_);
+  }
+  friend void swap(RecordBatch& a, RecordBatch& b) noexcept { a.swap(b); }
 
   const SchemaRef& schema() const { return schema_; }
   // Clears the batch and makes it hold records of `schema`.
@@ -39,6 +70,12 @@ class RecordBatch {
     schema_ = std::move(schema);
     fields_ = schema_->size();
     stride_ = fields_ + 1;
+    types_.clear();
+    var_fields_.clear();
+    for (size_t f = 0; f < fields_; ++f) {
+      types_.push_back(schema_->field(f).type);
+      if (IsVariableLength(types_.back())) var_fields_.push_back(static_cast<uint32_t>(f));
+    }
   }
   size_t num_fields() const { return fields_; }
   // Clears the batch; it then holds records of `schema` (cheap when it already does).
@@ -54,22 +91,25 @@ class RecordBatch {
   bool empty() const { return rows_ == 0; }
   size_t arena_bytes() const { return arena_.size(); }
   // Approximate bytes held by the records, for batch-size limits and statistics.
-  size_t bytes() const { return arena_.size() + cells_.size() * sizeof(uint64_t); }
+  size_t bytes() const { return arena_.size() + size_ * sizeof(uint64_t); }
 
   void clear() {
-    cells_.clear();
-    arena_.clear();
+    size_ = 0;
     rows_ = 0;
+    arena_.clear();
   }
   void reserve(size_t rows, size_t arena) {
-    cells_.reserve(rows * stride_);
+    Reserve(rows * stride_);
     arena_.reserve(arena);
   }
 
   // Appends a row with every field null and returns its index.
   size_t AddRow() {
-    cells_.resize(cells_.size() + stride_, 0);
-    cells_[cells_.size() - stride_] = fields_ == 64 ? ~uint64_t{0} : (uint64_t{1} << fields_) - 1;
+    if (size_ + stride_ > capacity_) Grow(size_ + stride_);
+    uint64_t* row = cells_.get() + size_;
+    row[0] = fields_ == 64 ? ~uint64_t{0} : (uint64_t{1} << fields_) - 1;
+    for (size_t c = 1; c < stride_; ++c) row[c] = 0;
+    size_ += stride_;
     return rows_++;
   }
   void SetNull(size_t row, size_t f) { null_bits(row) |= uint64_t{1} << f; }
@@ -112,6 +152,7 @@ class RecordBatch {
   }
   // The raw cell of a field (bits of an int64, double or bool).
   uint64_t GetCell(size_t row, size_t f) const { return cell(row, f + 1); }
+  FieldType type(size_t f) const { return types_[f]; }
 
   // Appends rows [begin, end) of `other`, which has the same schema.
   void AppendRange(const RecordBatch& other, size_t begin, size_t end) {
@@ -119,18 +160,17 @@ class RecordBatch {
   }
   // Appends row `i` of `other`, which has the same schema.
   void AddFrom(const RecordBatch& other, size_t i) {
-    const uint64_t* src = other.cells_.data() + i * stride_;
-    size_t at = cells_.size();
-    cells_.insert(cells_.end(), src, src + stride_);
+    if (size_ + stride_ > capacity_) Grow(size_ + stride_);
+    const uint64_t* src = other.cells_.get() + i * stride_;
+    uint64_t* dst = cells_.get() + size_;
+    for (size_t c = 0; c < stride_; ++c) dst[c] = src[c];
+    size_ += stride_;
     ++rows_;
-    if (schema_->has_variable_length()) {
-      for (size_t f = 0; f < fields_; ++f) {
-        if (!IsVariableLength(type(f))) continue;
-        uint64_t c = src[f + 1];
-        uint64_t offset = arena_.size();
-        arena_.append(other.arena_.data() + (c >> 32), static_cast<uint32_t>(c));
-        cells_[at + f + 1] = offset << 32 | static_cast<uint32_t>(c);
-      }
+    for (uint32_t f : var_fields_) {
+      uint64_t c = src[f + 1];
+      uint64_t offset = arena_.size();
+      arena_.append(other.arena_.data() + (c >> 32), static_cast<uint32_t>(c));
+      dst[f + 1] = offset << 32 | static_cast<uint32_t>(c);
     }
   }
 
@@ -157,19 +197,34 @@ class RecordBatch {
   int64_t b(size_t i) const { return fields_ > 2 ? GetInt64(i, 2) : 0; }
 
  private:
-  FieldType type(size_t f) const { return schema_->field(f).type; }
   uint64_t cell(size_t row, size_t c) const { return cells_[row * stride_ + c]; }
   uint64_t& null_bits(size_t row) { return cells_[row * stride_]; }
   void Set(size_t row, size_t f, uint64_t v) {
-    cells_[row * stride_ + f + 1] = v;
-    null_bits(row) &= ~(uint64_t{1} << f);
+    uint64_t* r = cells_.get() + row * stride_;
+    r[f + 1] = v;
+    r[0] &= ~(uint64_t{1} << f);
+  }
+  void Reserve(size_t cells) {
+    if (cells > capacity_) Grow(cells);
+  }
+  void Grow(size_t need) {
+    size_t cap = std::max<size_t>(need, capacity_ * 2);
+    cap = std::max<size_t>(cap, 64);
+    std::unique_ptr<uint64_t[]> next(new uint64_t[cap]);
+    if (size_ > 0) std::memcpy(next.get(), cells_.get(), size_ * sizeof(uint64_t));
+    cells_ = std::move(next);
+    capacity_ = cap;
   }
 
   SchemaRef schema_;
   size_t fields_ = 0;
   size_t stride_ = 1;
   size_t rows_ = 0;
-  std::vector<uint64_t> cells_;
+  std::unique_ptr<uint64_t[]> cells_;  // size_ used of capacity_ (no zero-filling on growth)
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+  std::vector<FieldType> types_;       // of the schema's fields, for the hot paths
+  std::vector<uint32_t> var_fields_;   // the string and bytes fields
   std::string arena_;
 };
 

@@ -233,7 +233,7 @@ void AppendJsonObject(const RecordBatch& b, size_t row, std::string* out) {
   out->push_back('}');
 }
 
-void AppendText(const RecordBatch& b, size_t row, size_t f, std::string* out) {
+void AppendTextSlow(const RecordBatch& b, size_t row, size_t f, std::string* out) {
   if (b.IsNull(row, f)) return;
   switch (b.schema()->field(f).type) {
     case FieldType::kString:

@@ -14,6 +14,7 @@
 // decides its key group (engine/base/key_groups.h): partitioner and state agree by construction.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -52,6 +53,8 @@ class KeySelector {
   uint64_t Hash(const RecordBatch& b, size_t row, std::string* scratch) const { return KeyHash(Key(b, row, scratch)); }
   const std::vector<int>& fields() const { return fields_; }
   bool empty() const { return fields_.empty(); }
+  // The key is one string or bytes field, used as it is.
+  bool single_bytes() const { return single_bytes_; }
 
  private:
   void EncodeComposite(const RecordBatch& b, size_t row, std::string* out) const;
@@ -76,6 +79,21 @@ void AppendJsonValue(const RecordBatch& b, size_t row, size_t f, std::string* ou
 void AppendJsonObject(const RecordBatch& b, size_t row, std::string* out);
 // Field `f` as plain text (the `lines` format): numbers in decimal (doubles shortest round
 // trip), true/false, strings as they are, timestamps ISO-8601, null as the empty string.
-void AppendText(const RecordBatch& b, size_t row, size_t f, std::string* out);
+// Inline for the word count's sink: a string and an int64 per record.
+void AppendTextSlow(const RecordBatch& b, size_t row, size_t f, std::string* out);
+inline void AppendText(const RecordBatch& b, size_t row, size_t f, std::string* out) {
+  if (b.IsNull(row, f)) return;
+  switch (b.type(f)) {
+    case FieldType::kString:
+    case FieldType::kBytes: out->append(b.GetString(row, f)); return;
+    case FieldType::kInt64: {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof buf, b.GetInt64(row, f));
+      out->append(buf, r.ptr);
+      return;
+    }
+    default: AppendTextSlow(b, row, f, out);
+  }
+}
 
 }  // namespace cairn
