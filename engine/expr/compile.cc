@@ -875,8 +875,9 @@ class Checker {
                           : spec->min_args == spec->max_args
                               ? std::to_string(spec->min_args)
                               : std::to_string(spec->min_args) + " or " + std::to_string(spec->max_args);
-      return Fail(n.col, "function " + std::string(spec->name) + " takes " + takes + " argument" +
-                             (takes == "1" ? "" : "s") + ", got " + std::to_string(argc));
+      const bool one = spec->max_args == 1 || (spec->max_args < 0 && spec->min_args == 1);
+      return Fail(n.col, "function " + std::string(spec->name) + " takes " + takes + " argument" + (one ? "" : "s") +
+                             ", got " + std::to_string(argc));
     }
     std::vector<Typed> args(n.kids.size());
     std::vector<int> cols;
