@@ -399,6 +399,8 @@ TEST(ExprEvalTest, StringFunctions) {
   EXPECT_EQ(Value("substr('hello', 2, -1)"), "NULL");
   EXPECT_EQ(Value("substr('héllo', 2, 2)"), "él");
   EXPECT_EQ(Value("substr('hello', 2, 9223372036854775807)"), "ello");
+  EXPECT_EQ(Value("substr('hello', -9223372036854775808, 0)"), "");
+  EXPECT_EQ(Value("substr('hello', -9223372036854775808, 9223372036854775807)"), "");
   EXPECT_THAT(Eval("substr(url, 2, 3)"), ElementsAre("api", "ind", "NULL"));
   EXPECT_THAT(Eval("concat(user, ':', bytes, ':', score, ':', ok)"),
               ElementsAre("Alice:1500:2.5:true", "bob:200:-1.25:false", ":::"));  // NULL counts as ''
@@ -428,6 +430,9 @@ TEST(ExprEvalTest, NumericFunctions) {
   EXPECT_EQ(Value("round(1249, -2)"), "1200");
   EXPECT_EQ(Value("round(7, 2)"), "7");
   EXPECT_EQ(Value("round(2.5, NULL)"), "NULL");
+  EXPECT_EQ(Value("round(1234.5, -9223372036854775808)"), "0");
+  EXPECT_EQ(Value("round(1234, -9223372036854775808)"), "0");
+  EXPECT_EQ(Value("round(1.5, 9223372036854775807)"), "1.5");
   EXPECT_THAT(Eval("abs(score)"), ElementsAre("2.5", "1.25", "NULL"));
 }
 
@@ -447,7 +452,7 @@ TEST(ExprEvalTest, ProgramsHoldSeveralExpressionsAndBatchesOfAnySize) {
   std::vector<Row> rows;
   std::vector<std::string> users, bytes;
   for (int k = 0; k < 3000; ++k) {
-    users.push_back("u" + std::to_string(k));
+    users.push_back(std::string(1, 'u').append(std::to_string(k)));
     bytes.push_back(std::to_string(k));
   }
   for (int k = 0; k < 3000; ++k)
@@ -459,7 +464,7 @@ TEST(ExprEvalTest, ProgramsHoldSeveralExpressionsAndBatchesOfAnySize) {
     if (k % 7 != 0) {
       ASSERT_EQ(p.result(0).i[k], static_cast<int64_t>(2 * k));
     }
-    ASSERT_EQ(p.result(1).s[k], "U" + std::to_string(k));
+    ASSERT_EQ(p.result(1).s[k], std::string(1, 'U').append(std::to_string(k)));
   }
   p.Evaluate(Sample());
   EXPECT_EQ(p.result(0).null.size(), 3u);

@@ -368,8 +368,8 @@ void Call(const ExprInstr& in, const std::vector<ExprColumn>& regs, size_t n, Ex
           if (__builtin_add_overflow(start, len->i[k], &end)) end = std::numeric_limits<int64_t>::max();
         }
         const int64_t b = std::max<int64_t>(start, 1) - 1;
+        if (end <= b + 1) continue;  // nothing left (also keeps end - 1 from overflowing)
         const int64_t e = end - 1;
-        if (e <= b) continue;
         std::string_view s = a.s[k];
         size_t bo = CharOffset(s, b);
         size_t eo = e == std::numeric_limits<int64_t>::max() - 1 ? s.size() : bo + CharOffset(s.substr(bo), e - b);
@@ -446,8 +446,8 @@ void Call(const ExprInstr& in, const std::vector<ExprColumn>& regs, size_t n, Ex
                 double p = std::pow(10.0, static_cast<double>(std::min<int64_t>(d, 400)));
                 if (std::isfinite(x * p)) x = std::round(x * p) / p;
               } else {
-                double p = std::pow(10.0, static_cast<double>(std::min<int64_t>(-d, 400)));
-                x = std::round(x / p) * p;
+                double p = std::pow(10.0, static_cast<double>(std::min<int64_t>(-(d + 1), 400) + 1));
+                x = std::isfinite(p) ? std::round(x / p) * p : 0.0;
               }
             }
           }
@@ -460,11 +460,10 @@ void Call(const ExprInstr& in, const std::vector<ExprColumn>& regs, size_t n, Ex
             x = x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x;
           } else if (in.fn == ExprFn::kRound && digits != nullptr && digits->i[k] < 0) {
             // Round to a multiple of 10^-digits, half away from zero.
-            int64_t e = -digits->i[k];
-            if (e >= 19) {
+            if (digits->i[k] <= -19) {
               x = 0;
             } else {
-              int64_t p = Pow10(e), q = x / p, rem = x % p;
+              int64_t p = Pow10(-digits->i[k]), q = x / p, rem = x % p;
               if (rem >= 0 ? rem >= p - rem : -rem >= p + rem) q += rem >= 0 ? 1 : -1;
               x = static_cast<int64_t>(static_cast<uint64_t>(q) * static_cast<uint64_t>(p));
             }
