@@ -1,10 +1,10 @@
 // Bad input fails closed: every row of the table below is a `cairn` invocation with something
 // wrong in it (malformed YAML, unknown keys, wrong types, bad parallelism, unknown operator
-// types and ids, bad flags, missing or unreadable paths, bad fault-injection variables). Each
-// must exit 2 with a message that names the key or file (and line:col where there is one),
-// and must leave an existing checkpoint directory and output directory byte-for-byte as they
-// were. The job files and flags point at that real checkpoint and output directory, made by a
-// small completed run, so that any change would show.
+// types and ids, bad expressions, bad flags, missing or unreadable paths, bad fault-injection
+// variables). Each must exit 2 with a message that names the key or file (and line:col where
+// there is one), and must leave an existing checkpoint directory and output directory
+// byte-for-byte as they were. The job files and flags point at that real checkpoint and output
+// directory, made by a small completed run, so that any change would show.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -146,6 +146,11 @@ const BadInput kTable[] = {
      {}, {"{job}:16:17: operator 'big': select.n, column 1: the type of NULL is unknown here; write CAST(NULL AS type)"}},
     {"FlatMapSplitUnknownField", "    inputs: [source]\n", "    inputs: [source]\n" + Big("flat_map", "split: text"), kRun,
      {}, {"{job}:16:12: operator 'big' (type flat_map) splits field 'text', which its input does not have (fields: word)"}},
+    {"MapSelectEmpty", "    inputs: [source]\n", "    inputs: [source]\n" + Big("map", "select: {}"), kRun, {},
+     {"{job}:16:13: operator 'big': select must name at least one field"}},
+    {"FlatMapSplitNotAString", "    inputs: [tokenize]\n",
+     "    inputs: [tokenize]\n  - id: big\n    type: flat_map\n    inputs: [count]\n    split: count\n", kRun, {},
+     {"{job}:20:12: operator 'big' (type flat_map) splits field 'count', which is int64; it must be a string"}},
     {"FlatMapIntoTakenField", "    inputs: [source]\n", "    inputs: [source]\n" + Big("map", "select: {w: word, n: \"length(word)\"}") +
      "  - id: pieces\n    type: flat_map\n    inputs: [big]\n    split: w\n    into: n\n", kRun,
      {}, {"{job}:21:11: operator 'pieces' (type flat_map) names its pieces 'n', but its input already has a field of that name"}},
