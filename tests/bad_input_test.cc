@@ -1,10 +1,10 @@
 // Bad input fails closed: every row of the table below is a `cairn` invocation with something
 // wrong in it (malformed YAML, unknown keys, wrong types, bad parallelism, unknown operator
-// types and ids, bad expressions, bad flags, missing or unreadable paths, bad fault-injection
-// variables). Each must exit 2 with a message that names the key or file (and line:col where
-// there is one), and must leave an existing checkpoint directory and output directory
-// byte-for-byte as they were. The job files and flags point at that real checkpoint and output
-// directory, made by a small completed run, so that any change would show.
+// types and ids, bad flags, missing or unreadable paths, bad fault-injection variables). Each
+// must exit 2 with a message that names the key or file (and line:col where there is one),
+// and must leave an existing checkpoint directory and output directory byte-for-byte as they
+// were. The job files and flags point at that real checkpoint and output directory, made by a
+// small completed run, so that any change would show.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
