@@ -190,7 +190,7 @@ using NodePtr = std::unique_ptr<Node>;
 
 class Parser {
  public:
-  Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
+  explicit Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
 
   bool Parse(NodePtr* out, Error* err) {
     err_ = err;
