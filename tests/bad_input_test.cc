@@ -69,6 +69,11 @@ std::vector<std::string> Run(std::vector<std::string> extra) {
   return a;
 }
 
+// An operator `big` of `type` reading from tokenize, with `param` (one line, "key: value").
+std::string Big(const std::string& type, const std::string& param) {
+  return "  - id: big\n    type: " + type + "\n    inputs: [tokenize]\n    " + param + "\n";
+}
+
 const BadInput kTable[] = {
     // ---- YAML syntax
     {"YamlBadIndentation", "  dir: {ck}", "   dir: {ck}", kRun, {}, {"{job}:5:7: YAML syntax error"}},
@@ -120,6 +125,35 @@ const BadInput kTable[] = {
     {"DuplicateOperatorId", "  - id: tokenize\n    type: tokenize\n    inputs: [source]\n",
      "  - id: source\n    type: tokenize\n    inputs: [source]\n", kRun, {},
      {"{job}:10:9: duplicate operator id 'source' (first defined at {job}:7:9)"}},
+    // ---- expressions (filter.where, map.select, flat_map.split): an operator `big` reading from
+    // tokenize is added after line 12, its expression the value at line 16, column 12
+    {"ExprSyntaxError", "    inputs: [source]\n", "    inputs: [source]\n" + Big("filter", "where: \"word >\""), kRun, {},
+     {"{job}:16:12: operator 'big': where, column 7: unexpected end of the expression"}},
+    {"ExprUnknownField", "    inputs: [source]\n", "    inputs: [source]\n" + Big("filter", "where: \"wrod = 'a'\""), kRun,
+     {}, {"{job}:16:12: operator 'big': where, column 1: unknown field 'wrod' (fields: word)"}},
+    {"ExprTypeMismatch", "    inputs: [source]\n", "    inputs: [source]\n" + Big("filter", "where: \"word > 3\""), kRun, {},
+     {"{job}:16:12: operator 'big': where, column 6: cannot compare string 'word' with int64"}},
+    {"WhereNotBoolean", "    inputs: [source]\n", "    inputs: [source]\n" + Big("filter", "where: \"length(word)\""), kRun,
+     {}, {"{job}:16:12: operator 'big': where, column 1: where must be a bool expression (a condition), got int64"}},
+    {"ExprUnknownFunction", "    inputs: [source]\n", "    inputs: [source]\n" + Big("filter", "where: \"lenght(word) > 3\""),
+     kRun, {}, {"{job}:16:12: operator 'big': where, column 1: unknown function 'lenght' (functions: abs,"}},
+    {"ExprWrongArgumentCount", "    inputs: [source]\n",
+     "    inputs: [source]\n" + Big("filter", "where: \"length(word, 2) > 3\""), kRun, {},
+     {"{job}:16:12: operator 'big': where, column 1: function length takes 1 argument, got 2"}},
+    {"MapSelectTypeMismatch", "    inputs: [source]\n", "    inputs: [source]\n" + Big("map", "select: {n: \"word + 1\"}"),
+     kRun, {}, {"{job}:16:17: operator 'big': select.n, column 6: cannot apply '+' to string 'word' and int64"}},
+    {"MapSelectUntypedNull", "    inputs: [source]\n", "    inputs: [source]\n" + Big("map", "select: {n: \"NULL\"}"), kRun,
+     {}, {"{job}:16:17: operator 'big': select.n, column 1: the type of NULL is unknown here; write CAST(NULL AS type)"}},
+    {"FlatMapSplitUnknownField", "    inputs: [source]\n", "    inputs: [source]\n" + Big("flat_map", "split: text"), kRun,
+     {}, {"{job}:16:12: operator 'big' (type flat_map) splits field 'text', which its input does not have (fields: word)"}},
+    {"MapSelectEmpty", "    inputs: [source]\n", "    inputs: [source]\n" + Big("map", "select: {}"), kRun, {},
+     {"{job}:16:13: operator 'big': select must name at least one field"}},
+    {"FlatMapSplitNotAString", "    inputs: [tokenize]\n",
+     "    inputs: [tokenize]\n  - id: big\n    type: flat_map\n    inputs: [count]\n    split: count\n", kRun, {},
+     {"{job}:20:12: operator 'big' (type flat_map) splits field 'count', which is int64; it must be a string"}},
+    {"FlatMapIntoTakenField", "    inputs: [source]\n", "    inputs: [source]\n" + Big("map", "select: {w: word, n: \"length(word)\"}") +
+     "  - id: pieces\n    type: flat_map\n    inputs: [big]\n    split: w\n    into: n\n", kRun,
+     {}, {"{job}:21:11: operator 'pieces' (type flat_map) names its pieces 'n', but its input already has a field of that name"}},
     // ---- --set
     {"SetWithoutEquals", "", "", Run({"--set", "checkpoint.interval"}), {}, {"--set checkpoint.interval: expected KEY=VALUE"}},
     {"SetUnknownKey", "", "", Run({"--set", "checkpoint.intervall=1s"}), {},
