@@ -273,7 +273,7 @@ class FileSource final : public SourceOperator, public SkippedRecords {
       line += static_cast<uint64_t>(std::count(chunk.data(), chunk.data() + r, '\n'));
       off += static_cast<uint64_t>(r);
     }
-    std::string msg = "operator " + id_ + ": malformed " + TextFormatName(fmt_.format) + " record at " + path_ + ":" +
+    std::string msg = std::string("malformed ") + TextFormatName(fmt_.format) + " record at " + path_ + ":" +
                       std::to_string(line) + ": ";
     if (err.field >= 0) msg += "field '" + schema_->field(static_cast<size_t>(err.field)).name + "': ";
     return Status::Aborted(msg + err.why + " (on_error: skip counts such records instead)");
