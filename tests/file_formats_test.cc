@@ -17,6 +17,7 @@
 #include "engine/dataflow/record_codec.h"
 #include "engine/format/record_parser.h"
 #include "jobs/registry.h"
+#include "state/checkpoint_metadata.h"
 #include "tests/test_util.h"
 
 namespace cairn::testing {
@@ -292,6 +293,30 @@ TEST(FileSourceFormatTest, LinesSourceStateBytesAreAsBeforeFormats) {
   ASSERT_TRUE(o.op->SnapshotState(1, &snap).ok());
   EXPECT_EQ(snap.operator_state.size(), 16u);  // (position, size), no skipped count
   EXPECT_FALSE(dynamic_cast<const SkippedRecords*>(o.op.get())->counts_skipped());
+}
+
+// The checkpoint statistics: a subtask's records_skipped is an optional _metadata attribute,
+// written only for operators that skip records, so other lines stay as they were.
+TEST(FileSourceFormatTest, RecordsSkippedIsAnOptionalSubtaskAttributeOfTheMetadata) {
+  CheckpointMetadata in;
+  in.id = 3;
+  in.job_name = "clicks";
+  in.mode = "aligned";
+  SubtaskStateHandle counted;
+  counted.operator_id = "source";
+  counted.records_skipped = 17;
+  SubtaskStateHandle plain;
+  plain.operator_id = "sink";
+  in.subtasks = {counted, plain};
+  const std::string bytes = EncodeMetadata(in);
+  EXPECT_NE(bytes.find(" async_ms=0 records_skipped=17\n"), std::string::npos) << bytes;
+  EXPECT_EQ(bytes.find("records_skipped", bytes.find("op=sink")), std::string::npos) << bytes;
+  CheckpointMetadata out;
+  Status s = DecodeMetadata("chk-3/_metadata", bytes, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(out.subtasks.size(), 2u);
+  EXPECT_EQ(out.subtasks[0].records_skipped, 17);
+  EXPECT_EQ(out.subtasks[1].records_skipped, -1);
 }
 
 }  // namespace

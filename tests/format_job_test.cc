@@ -187,6 +187,13 @@ TEST(FormatJobTest, SkippedRecordsAreCountedInTheSummaryAlsoAfterAKillAndRestore
   RunResult run = RunCairn({"run", job, "--restore", "latest"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("records skipped " + std::to_string(bad) + " (malformed input, on_error: skip)"));
+  // The checkpoint statistics: the final checkpoint, taken after the sources finished, counts
+  // them all; every earlier one no more.
+  RunResult list = RunCairn({"checkpoints", dir / "ck"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr(" records_skipped=" + std::to_string(bad) + " final\n"));
+  RunResult json = RunCairn({"checkpoints", dir / "ck", "--json"});
+  EXPECT_THAT(json.out, HasSubstr("\"records_skipped\":" + std::to_string(bad) + ",\"final\":true}"));
   EXPECT_EQ(CommittedLines(dir / "out").size(), static_cast<size_t>(3000 - bad));
 }
 

@@ -46,12 +46,14 @@ class KeyedSummary {
 };
 
 // SkippedRecords is an operator that may drop malformed input records rather than fail (a
-// file_source with on_error: skip), and counts them, for the summary `cairn run` prints. The
-// count is part of the operator's checkpointed state, so after a restore it includes the records
-// skipped before the checkpoint.
+// file_source with on_error: skip), and counts them, for the summary `cairn run` prints and the
+// checkpoint statistics (`records_skipped` in _metadata, docs/checkpoints.md). The count is part
+// of the operator's checkpointed state, so after a restore it includes the records skipped
+// before the checkpoint.
 //
-// Contract: called by the runner after the job ended (the task threads joined), never
-// concurrently with another call on the operator.
+// Contract: called by the task on its thread right after the operator's SnapshotState, and by
+// the runner after the job ended (the task threads joined); never concurrently with another
+// call on the operator.
 class SkippedRecords {
  public:
   virtual ~SkippedRecords() = default;

@@ -1,5 +1,6 @@
 #include "jobs/cli/cli.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -199,19 +200,27 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
   for (const Status& sk : superseded) fprintf(stderr, "cairn: not listed: %s\n", sk.message().c_str());
   for (const auto& c : all) {
     const CheckpointMetadata& m = c.metadata;
+    // Malformed records skipped (file_source on_error: skip), shown only for jobs that skip.
+    int64_t skipped_records = -1;
+    for (const SubtaskStateHandle& h : m.subtasks)
+      if (h.records_skipped >= 0) skipped_records = std::max<int64_t>(skipped_records, 0) + h.records_skipped;
+    const std::string skipped_json =
+        skipped_records >= 0 ? ",\"records_skipped\":" + std::to_string(skipped_records) : std::string();
+    const std::string skipped_text =
+        skipped_records >= 0 ? " records_skipped=" + std::to_string(skipped_records) : std::string();
     if (json) {
       printf("{\"id\":%" PRIu64 ",\"path\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64 ",\"duration_ms\":%" PRId64
              ",\"state_bytes\":%" PRIu64 ",\"mode\":%s,\"alignment_ms\":%" PRId64 ",\"sync_ms\":%" PRId64
-             ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 ",\"final\":%s}\n",
+             ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 "%s,\"final\":%s}\n",
              m.id, JsonQuote(c.path).c_str(), JsonQuote(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
              m.duration_ms, m.state_bytes, JsonQuote(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
-             m.channel_state_bytes, m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
+             m.channel_state_bytes, skipped_json.c_str(), m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
     } else {
       printf("id=%" PRIu64 " path=%s trigger_time=%s duration_ms=%" PRId64 " state_bytes=%" PRIu64
              " mode=%s alignment_ms=%" PRId64 " sync_ms=%" PRId64 " async_ms=%" PRId64 " channel_state_bytes=%" PRIu64
-             "%s\n",
+             "%s%s\n",
              m.id, c.path.c_str(), IsoTime(m.trigger_time_ms).c_str(), m.duration_ms, m.state_bytes, m.mode.c_str(),
-             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes,
+             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes, skipped_text.c_str(),
              m.sources_finished && m.channel_state_bytes == 0 ? " final" : "");
     }
   }
