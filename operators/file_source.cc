@@ -189,7 +189,8 @@ class FileSource final : public SourceOperator, public SkippedRecords {
     size_t allowed = limiter_.Allowed(max_records, resume_at);
     if (allowed == 0) return PollResult::kWait;
     size_t n = 0;
-    while (n < allowed && (pos_ < end_ || NextRange())) {
+    size_t examined = 0;  // records emitted or dropped (header, blank, skipped): bounds one Poll
+    while (examined < allowed && (pos_ < end_ || NextRange())) {
       size_t rel = pos_ - buf_off_;
       size_t nl = fmt_.format == TextFormat::kCsv ? CsvRecordEnd(buf_, rel) : buf_.find('\n', rel);
       if (nl == std::string::npos) {
@@ -209,6 +210,7 @@ class FileSource final : public SourceOperator, public SkippedRecords {
       const std::string_view text(buf_.data() + rel, nl - rel);
       const uint64_t at = pos_;
       pos_ = buf_off_ + std::min(nl + 1, buf_.size());
+      ++examined;
       if (parser_ == nullptr) {
         out->SetString(out->AddRow(), 0, text);
         ++n;
@@ -503,6 +505,9 @@ static Status FileSourceSchema(const OperatorConfig& c, const std::vector<Schema
   }
   const std::vector<ParamEntry>& entries = c.GetEntries("schema");
   if (format == TextFormat::kLines) {
+    if (c.places.count("on_error"))
+      return Status::InvalidArgument(c.Where("on_error") + ": " + what +
+                                     ": on_error is for formats csv and jsonl; format lines reads every line");
     if (c.places.count("schema"))
       return Status::InvalidArgument(c.Where("schema") + ": " + what +
                                      ": schema is for formats csv and jsonl; format lines emits (line string)");

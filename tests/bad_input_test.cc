@@ -149,6 +149,8 @@ const BadInput kTable[] = {
     {"CsvHeaderWithJsonl", "    path: {in}\n  - id: tokenize",
      "    path: {in}\n    format: jsonl\n    schema: {line: string}\n    header: true\n  - id: tokenize", kRun, {},
      {"{job}:12:13: operator 'source' (type file_source): header is for format csv only, and format is jsonl"}},
+    {"OnErrorWithLinesFormat", "    path: {in}\n  - id: tokenize", "    path: {in}\n    on_error: skip\n  - id: tokenize",
+     kRun, {}, {"{job}:10:15: operator 'source' (type file_source): on_error is for formats csv and jsonl"}},
     {"SinkFormatUnknown", "    path: {out}\n", "    path: {out}\n    format: parquet\n", kRun, {},
      {"{job}:20:13: operator 'sink' (type file_sink): format must be one of lines, csv, jsonl, got 'parquet'"}},
     {"SinkDelimiterIsAQuote", "    path: {out}\n", "    path: {out}\n    format: csv\n    delimiter: '\"'\n", kRun, {},
