@@ -172,6 +172,7 @@ void SourceBench(benchmark::State& state, TextFormat format) {
       Operator::Clock::time_point resume;
       auto r = source->Poll(&b, kBatch, &resume);
       records += static_cast<int64_t>(b.size());
+      if (r == SourceOperator::PollResult::kFailed) std::abort();
       if (r == SourceOperator::PollResult::kExhausted) break;
     }
     if (!op->Close().ok()) std::abort();

@@ -228,8 +228,9 @@ class FileSource final : public SourceOperator, public SkippedRecords {
       }
       read_status_ = MalformedRecord(at, err);
       failed_ = true;
+      pos_ = at;  // not past it: no checkpoint may cover a record that failed the job
       limiter_.Consumed(n);
-      return PollResult::kExhausted;
+      return PollResult::kFailed;
     }
     limiter_.Consumed(n);
     if ((pos_ >= end_ || pos_ >= size_) && pending_.empty()) return n > 0 ? PollResult::kMore : PollResult::kExhausted;

@@ -90,7 +90,7 @@ SourceOperator::PollResult Drain(const Opened& o, const SchemaRef& schema, std::
       out->push_back(s);
     }
     limit -= std::min(limit, b.size());
-    if (r == SourceOperator::PollResult::kExhausted) break;
+    if (r == SourceOperator::PollResult::kExhausted || r == SourceOperator::PollResult::kFailed) break;
   }
   return r;
 }

@@ -341,6 +341,7 @@ void Task::RunSource() {
         if (out_.has_outputs() && !out_.Emit(&batch)) return;
       }
     }
+    if (r == SourceOperator::PollResult::kFailed) return;  // CloseAll fails the task with Close's status
     if (r == SourceOperator::PollResult::kExhausted) {
       exhausted = true;
       if (!FinishChain(1)) return;
