@@ -286,6 +286,11 @@ class MetadataParser {
     if (key == "alignment_ms") return Signed(key, value, &h->alignment_ms);
     if (key == "sync_ms") return Signed(key, value, &h->sync_ms);
     if (key == "async_ms") return Signed(key, value, &h->async_ms);
+    if (key == "records_skipped") {  // optional
+      CAIRN_RETURN_IF_ERROR(Signed(key, value, &h->records_skipped));
+      if (h->records_skipped < 0) return LineError("subtask: records_skipped must not be negative");
+      return Status::OK();
+    }
     return LineError("subtask: unknown attribute " + Quote(key));
   }
 
@@ -357,6 +362,7 @@ std::string EncodeMetadata(const CheckpointMetadata& m) {
     out += " alignment_ms=" + std::to_string(h.alignment_ms);
     out += " sync_ms=" + std::to_string(h.sync_ms);
     out += " async_ms=" + std::to_string(h.async_ms);
+    if (h.records_skipped >= 0) out += " records_skipped=" + std::to_string(h.records_skipped);
     out += '\n';
   }
   char crc[32];

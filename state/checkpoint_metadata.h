@@ -34,6 +34,9 @@ struct SubtaskStateHandle {
   int64_t alignment_ms = 0;
   int64_t sync_ms = 0;
   int64_t async_ms = 0;
+  // Malformed input records the operator skipped since the job first started (a file_source
+  // with on_error: skip); -1 for an operator that skips none (the attribute is then absent).
+  int64_t records_skipped = -1;
 };
 
 struct CheckpointMetadata {

@@ -154,6 +154,41 @@ const BadInput kTable[] = {
     {"FlatMapIntoTakenField", "    inputs: [source]\n", "    inputs: [source]\n" + Big("map", "select: {w: word, n: \"length(word)\"}") +
      "  - id: pieces\n    type: flat_map\n    inputs: [big]\n    split: w\n    into: n\n", kRun,
      {}, {"{job}:21:11: operator 'pieces' (type flat_map) names its pieces 'n', but its input already has a field of that name"}},
+    // ---- file formats (file_source, file_sink: docs/configuration.md, "Formats")
+    {"SourceFormatUnknown", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    format: xml\n  - id: tokenize", kRun, {},
+     {"{job}:10:13: operator 'source' (type file_source): format must be one of lines, csv, jsonl, got 'xml'"}},
+    {"CsvWithoutSchema", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    format: csv\n  - id: tokenize", kRun, {},
+     {"{job}:10:13: operator 'source' (type file_source): format csv needs a schema"}},
+    {"JsonlWithoutSchema", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    format: jsonl\n  - id: tokenize", kRun, {},
+     {"{job}:10:13: operator 'source' (type file_source): format jsonl needs a schema"}},
+    {"JsonlWithEmptySchema", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    format: jsonl\n    schema: {}\n  - id: tokenize", kRun, {},
+     {"{job}:11:13: operator 'source' (type file_source): format jsonl needs a schema"}},
+    {"SchemaUnknownType", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    format: jsonl\n    schema: {line: text}\n  - id: tokenize", kRun, {},
+     {"{job}:11:20: operator 'source' (type file_source): field 'line' has unknown type 'text'; types "
+      "are string, bytes, int64, double, bool, timestamp"}},
+    {"SchemaWithLinesFormat", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    schema: {line: string}\n  - id: tokenize", kRun, {},
+     {"{job}:10:13: operator 'source' (type file_source): schema is for formats csv and jsonl"}},
+    {"SourceOnErrorUnknown", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    format: jsonl\n    schema: {line: string}\n    on_error: ignore\n  - id: tokenize", kRun, {},
+     {"{job}:12:15: operator 'source' (type file_source): on_error must be fail or skip, got 'ignore'"}},
+    {"CsvDelimiterTooLong", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    format: csv\n    schema: {line: string}\n    delimiter: ab\n  - id: tokenize", kRun, {},
+     {"{job}:12:16: operator 'source' (type file_source): delimiter must be one character"}},
+    {"CsvHeaderWithJsonl", "    path: {in}\n  - id: tokenize",
+     "    path: {in}\n    format: jsonl\n    schema: {line: string}\n    header: true\n  - id: tokenize", kRun, {},
+     {"{job}:12:13: operator 'source' (type file_source): header is for format csv only, and format is jsonl"}},
+    {"OnErrorWithLinesFormat", "    path: {in}\n  - id: tokenize", "    path: {in}\n    on_error: skip\n  - id: tokenize",
+     kRun, {}, {"{job}:10:15: operator 'source' (type file_source): on_error is for formats csv and jsonl"}},
+    {"SinkFormatUnknown", "    path: {out}\n", "    path: {out}\n    format: parquet\n", kRun, {},
+     {"{job}:20:13: operator 'sink' (type file_sink): format must be one of lines, csv, jsonl, got 'parquet'"}},
+    {"SinkDelimiterIsAQuote", "    path: {out}\n", "    path: {out}\n    format: csv\n    delimiter: '\"'\n", kRun, {},
+     {"{job}:21:16: operator 'sink' (type file_sink): delimiter must be one character other than"}},
     // ---- --set
     {"SetWithoutEquals", "", "", Run({"--set", "checkpoint.interval"}), {}, {"--set checkpoint.interval: expected KEY=VALUE"}},
     {"SetUnknownKey", "", "", Run({"--set", "checkpoint.intervall=1s"}), {},
@@ -174,6 +209,12 @@ const BadInput kTable[] = {
     {"UnknownCommand", "", "", {"frobnicate", "{job}"}, {}, {"unknown command 'frobnicate'"}},
     {"GenerateNegativeWords", "", "", {"generate", "--out", "{in}", "--words", "-5"}, {},
      {"--words needs an integer >= 0"}},
+    {"GenerateUnknownFormat", "", "", {"generate", "--out", "{in}", "--format", "csv"}, {},
+     {"--format needs words or clicks"}},
+    {"GenerateClicksWithAWordFlag", "", "", {"generate", "--format", "clicks", "--out", "{in}", "--words", "5"}, {},
+     {"--words is for --format words, not clicks"}},
+    {"GenerateWordsWithAClickFlag", "", "", {"generate", "--out", "{in}", "--events", "5"}, {},
+     {"--events is for --format clicks"}},
     {"DebugUnknownTopic", "", "", {"debug", "frobnicate"}, {}, {"debug takes: crash-points"}},
     // ---- missing or unreadable paths
     {"MissingJobFile", "", "", {"run", "{dir}/absent.yaml", "--quiet"}, {},
@@ -280,6 +321,58 @@ TEST_P(BadInputTest, ExitsTwoNamingTheProblemAndChangesNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Table, BadInputTest, ::testing::ValuesIn(kTable),
                          [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
+
+// Malformed records in a csv or jsonl input are bad data found while the job runs, not bad
+// input found before it starts: with on_error: fail (the default) the job fails, exit 1, naming
+// file, line (the record's first line) and field. Output committed by checkpoints before the
+// record stays committed, as after any failure, so these rows run on a directory of their own.
+struct BadRecord {
+  const char* name;
+  const char* format;  // and schema, as YAML lines of the source
+  std::string input;
+  std::string expect;  // {in}: the input path
+};
+
+void PrintTo(const BadRecord& c, std::ostream* os) { *os << c.name; }
+
+const BadRecord kBadRecords[] = {
+    {"CsvNotAnInt", "    format: csv\n    schema: {n: int64, s: string}\n", "1,a\n2,b\nx,c\n",
+     "malformed csv record at {in}:3: field 'n': expected an int64, got 'x'"},
+    {"CsvTooFewFields", "    format: csv\n    schema: {n: int64, s: string}\n", "1,a\n2\n",
+     "malformed csv record at {in}:2: expected 2 fields (n, s), got 1"},
+    {"CsvUnterminatedQuote", "    format: csv\n    schema: {n: int64, s: string}\n", "1,\"a\n2,b\n",
+     "malformed csv record at {in}:1: field 's': unterminated quoted field"},
+    {"CsvQuoteInUnquotedField", "    format: csv\n    schema: {n: int64, s: string}\n", "1,a\"b\n",
+     "malformed csv record at {in}:1: field 's': '\"' in an unquoted field"},
+    {"CsvBadTimestamp", "    format: csv\n    schema: {n: int64, t: timestamp}\n", "1,2026-12-01T06:35:17Z\n2,2026-13-01\n",
+     "malformed csv record at {in}:2: field 't': expected a timestamp"},
+    {"JsonlInvalidJson", "    format: jsonl\n    schema: {n: int64}\n", "{\"n\":1}\n{\"n\":}\n",
+     "malformed jsonl record at {in}:2: invalid JSON"},
+    {"JsonlWrongType", "    format: jsonl\n    schema: {n: int64}\n", "{\"n\":true}\n",
+     "malformed jsonl record at {in}:1: field 'n': expected an integer, got a bool true"},
+    {"JsonlNotAnObject", "    format: jsonl\n    schema: {n: int64}\n", "[1]\n",
+     "malformed jsonl record at {in}:1: expected a JSON object, got an array"},
+    {"JsonlBadTimestamp", "    format: jsonl\n    schema: {t: timestamp}\n", "{\"t\":\"noon\"}\n",
+     "malformed jsonl record at {in}:1: field 't': expected a timestamp"},
+};
+
+class BadRecordTest : public ::testing::TestWithParam<BadRecord> {};
+
+TEST_P(BadRecordTest, FailsTheJobWithExitOneNamingFileLineAndField) {
+  const BadRecord& c = GetParam();
+  ScratchDir dir;
+  WriteText(dir / "in", c.input);
+  WriteText(dir / "job.yaml", "job: bad\nparallelism: 1\ncheckpoint:\n  dir: " + dir / "ck" +
+                                  "\noperators:\n  - id: source\n    type: file_source\n    path: " + dir / "in" + "\n" +
+                                  c.format + "  - id: sink\n    type: file_sink\n    path: " + dir / "out" +
+                                  "\n    inputs: [source]\n");
+  RunResult r = RunCairn({"run", dir / "job.yaml", "--quiet"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(Replace(c.expect, "{in}", dir / "in")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BadRecordTest, ::testing::ValuesIn(kBadRecords),
+                         [](const ::testing::TestParamInfo<BadRecord>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace cairn::testing

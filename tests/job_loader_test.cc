@@ -345,7 +345,7 @@ TEST(JobLoader, FullExampleFromFile) {
   EXPECT_TRUE(src.key_by.empty());
   EXPECT_EQ(src.GetString("path"), "data/input.txt");
   EXPECT_EQ(src.GetInt("rate"), 0);  // the default
-  EXPECT_EQ(src.params.size(), 2u);
+  EXPECT_EQ(src.params.size(), FindOperatorType("file_source")->params.size());  // every one, given or default
   EXPECT_EQ(src.location, path + ":15:5");
 
   EXPECT_EQ(spec.operators[1].id, "tokenize");
@@ -582,6 +582,7 @@ std::string RenderOperatorReference() {
       if (!doc.empty()) doc[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(doc[0])));
       md << "#### `" << t.name << "." << p.name << "` (" << ParamTypeName(p.type) << ")\n\n" << doc << ".\n\n";
       if (p.required) md << "Required, no default.";
+      else if (p.default_value.empty()) md << "Default: none.";
       else md << "Default: `" << p.default_value << "`.";
       switch (p.type) {
         case ParamType::kString: md << (p.required ? " REQUIRES: not empty." : ""); break;

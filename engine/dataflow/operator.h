@@ -82,6 +82,7 @@ class SourceOperator : public Operator {
     kMore,       // appended records (maybe none); call again
     kWait,       // nothing now (rate limit); call again at *resume_at
     kExhausted,  // bounded input fully read; Poll will not produce more
+    kFailed,     // cannot go on (e.g. a malformed record); Close returns why, and the job fails with it
   };
   // Appends at most `max_records` records to `out`.
   virtual PollResult Poll(RecordBatch* out, size_t max_records, Clock::time_point* resume_at) = 0;

@@ -45,4 +45,22 @@ class KeyedSummary {
   virtual void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const = 0;
 };
 
+// SkippedRecords is an operator that may drop malformed input records rather than fail (a
+// file_source with on_error: skip), and counts them, for the summary `cairn run` prints and the
+// checkpoint statistics (`records_skipped` in _metadata, docs/checkpoints.md). The count is part
+// of the operator's checkpointed state, so after a restore it includes the records skipped
+// before the checkpoint.
+//
+// Contract: called by the task on its thread right after the operator's SnapshotState, and by
+// the runner after the job ended (the task threads joined); never concurrently with another
+// call on the operator.
+class SkippedRecords {
+ public:
+  virtual ~SkippedRecords() = default;
+  // Whether it skips malformed records at all (else it fails on them and the count stays 0).
+  virtual bool counts_skipped() const = 0;
+  // Malformed records skipped by this subtask, since the job first started.
+  virtual uint64_t records_skipped() const = 0;
+};
+
 }  // namespace cairn

@@ -200,6 +200,15 @@ void CollectRecordsAndCheckpoints(const std::vector<Task*>& tasks, const Checkpo
   summary->checkpoints = coordinator.stats();
 }
 
+void CollectSkipped(const std::vector<Task*>& tasks, RunSummary* summary) {
+  for (Task* t : tasks)
+    for (auto& c : t->chain())
+      if (const auto* sk = dynamic_cast<const SkippedRecords*>(c.op.get())) {
+        summary->counts_skipped |= sk->counts_skipped();
+        summary->records_skipped += sk->records_skipped();
+      }
+}
+
 void CollectTopKeys(const std::vector<Task*>& tasks, RunSummary* summary) {
   for (Task* t : tasks)
     for (auto& c : t->chain())
@@ -289,6 +298,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
 
   // 5. Summary.
   CollectRecordsAndCheckpoints(tasks, *coordinator, summary);
+  CollectSkipped(tasks, summary);
   Status s = control.status();
   if (s.ok() && !coordinator->finished()) s = Status::Internal("tasks ended before the final checkpoint completed");
   if (!s.ok()) return s;

@@ -60,6 +60,10 @@ struct RunSummary {
   bool has_sinks = true;
   CheckpointStats checkpoints;
   std::vector<std::pair<std::string, int64_t>> top_keys;  // of keyed operators, largest first
+  // Malformed input records skipped (SkippedRecords operators, e.g. file_source on_error: skip),
+  // checkpointed, so counted since the job first started; `counts_skipped`: some operator skips.
+  uint64_t records_skipped = 0;
+  bool counts_skipped = false;
 };
 
 Status RunJob(const JobSpec& spec, const RunOptions& options, RunSummary* summary);

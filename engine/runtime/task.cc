@@ -26,6 +26,7 @@ Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint
                     [this](const Barrier& b, PersistJob* job) { SnapshotChain(b, job); }) {
   source_ = dynamic_cast<SourceOperator*>(chain_.front().op.get());
   flow_control_ = dynamic_cast<FlowControlled*>(chain_.front().op.get());
+  for (auto& c : chain_) c.skipped = dynamic_cast<const SkippedRecords*>(c.op.get());
   out_.set_blocked_handler(this);
 }
 
@@ -227,6 +228,8 @@ void Task::SnapshotChain(const Barrier& b, PersistJob* job) {
       if (s.ok()) {
         part.operator_state = std::move(snap.operator_state);
         part.async_part = std::move(snap.async_part);
+        if (c.skipped != nullptr && c.skipped->counts_skipped())
+          part.handle.records_skipped = static_cast<int64_t>(c.skipped->records_skipped());
       } else {
         job->sync_status = s.WithContext("operator " + c.ctx.operator_id + "[" + std::to_string(c.ctx.subtask) + "]");
       }
@@ -338,6 +341,7 @@ void Task::RunSource() {
         if (out_.has_outputs() && !out_.Emit(&batch)) return;
       }
     }
+    if (r == SourceOperator::PollResult::kFailed) return;  // CloseAll fails the task with Close's status
     if (r == SourceOperator::PollResult::kExhausted) {
       exhausted = true;
       if (!FinishChain(1)) return;

@@ -30,6 +30,7 @@
 namespace cairn {
 
 class FlowControlled;
+class SkippedRecords;
 class SnapshotPersister;
 
 // What a task reports to the job: checkpoint-protocol events and failures.
@@ -45,6 +46,7 @@ struct ChainedOperator {
   std::unique_ptr<Operator> op;
   OperatorContext ctx;
   std::unique_ptr<KeyedInt64State> keyed_state;  // keyed operators only
+  const SkippedRecords* skipped = nullptr;        // set by the task when op is one (its count goes in the checkpoint)
   std::unique_ptr<KeyedStore> keyed_store;       // keyed operators only
 };
 

@@ -19,6 +19,7 @@
 #include "jobs/job_graph.h"
 #include "jobs/job_loader.h"
 #include "jobs/cli/state_dump.h"
+#include "operators/click_generator.h"
 #include "operators/generator_source.h"
 #include "jobs/registry.h"
 #include "state/checkpoint_store.h"
@@ -34,6 +35,7 @@ constexpr const char* kUsage =
     "  cairn checkpoints DIR [--json]\n"
     "  cairn state dump CHECKPOINT [--operator ID] [--json]\n"
     "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
+    "  cairn generate --format clicks --out FILE [--events N] [--users N] [--urls N] [--ts iso|ms] [--seed N]\n"
     "  cairn debug crash-points\n"
     "  cairn help\n"
     "exit codes: 0 success, 1 job failed, 2 bad input\n";
@@ -208,19 +210,27 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
   for (const Status& sk : superseded) fprintf(stderr, "cairn: not listed: %s\n", sk.message().c_str());
   for (const auto& c : all) {
     const CheckpointMetadata& m = c.metadata;
+    // Malformed records skipped (file_source on_error: skip), shown only for jobs that skip.
+    int64_t skipped_records = -1;
+    for (const SubtaskStateHandle& h : m.subtasks)
+      if (h.records_skipped >= 0) skipped_records = std::max<int64_t>(skipped_records, 0) + h.records_skipped;
+    const std::string skipped_json =
+        skipped_records >= 0 ? ",\"records_skipped\":" + std::to_string(skipped_records) : std::string();
+    const std::string skipped_text =
+        skipped_records >= 0 ? " records_skipped=" + std::to_string(skipped_records) : std::string();
     if (json) {
       printf("{\"id\":%" PRIu64 ",\"path\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64 ",\"duration_ms\":%" PRId64
              ",\"state_bytes\":%" PRIu64 ",\"mode\":%s,\"alignment_ms\":%" PRId64 ",\"sync_ms\":%" PRId64
-             ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 ",\"final\":%s}\n",
+             ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 "%s,\"final\":%s}\n",
              m.id, JsonQuote(c.path).c_str(), JsonQuote(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
              m.duration_ms, m.state_bytes, JsonQuote(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
-             m.channel_state_bytes, m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
+             m.channel_state_bytes, skipped_json.c_str(), m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
     } else {
       printf("id=%" PRIu64 " path=%s trigger_time=%s duration_ms=%" PRId64 " state_bytes=%" PRIu64
              " mode=%s alignment_ms=%" PRId64 " sync_ms=%" PRId64 " async_ms=%" PRId64 " channel_state_bytes=%" PRIu64
-             "%s\n",
+             "%s%s\n",
              m.id, c.path.c_str(), IsoTime(m.trigger_time_ms).c_str(), m.duration_ms, m.state_bytes, m.mode.c_str(),
-             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes,
+             m.alignment_ms, m.sync_ms, m.async_ms, m.channel_state_bytes, skipped_text.c_str(),
              m.sources_finished && m.channel_state_bytes == 0 ? " final" : "");
     }
   }
@@ -239,7 +249,9 @@ bool ParseInt(const std::string& s, int64_t min, int64_t* out) {
 int CmdGenerate(const std::vector<std::string>& args) {
   GeneratorParams p;
   p.words = 10000000;
-  std::string out;
+  ClickParams cp;
+  std::string out, format = "words";
+  std::vector<std::string> word_flags, click_flags;  // given, to reject those of the other format
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     std::string v;
@@ -251,33 +263,65 @@ int CmdGenerate(const std::vector<std::string>& args) {
     int rc = 0;
     if (IsFlag(a, "--out")) {
       if (!TakeValue(args, &i, "--out", &out) || out.empty()) return UsageError("--out needs a file path");
+    } else if (IsFlag(a, "--format")) {
+      if (!TakeValue(args, &i, "--format", &format) || (format != "words" && format != "clicks"))
+        return UsageError("--format needs words or clicks");
     } else if (IsFlag(a, "--words")) {
       rc = int_flag("--words", 0, &p.words);
+      word_flags.push_back("--words");
     } else if (IsFlag(a, "--words-per-line")) {
       rc = int_flag("--words-per-line", 1, &p.words_per_line);
+      word_flags.push_back("--words-per-line");
     } else if (IsFlag(a, "--vocabulary")) {
       rc = int_flag("--vocabulary", 1, &p.vocabulary);
+      word_flags.push_back("--vocabulary");
     } else if (IsFlag(a, "--seed")) {
       rc = int_flag("--seed", 0, &p.seed);
+      cp.seed = p.seed;
     } else if (IsFlag(a, "--zipf")) {
       char* end = nullptr;
       if (!TakeValue(args, &i, "--zipf", &v) || (p.zipf = strtod(v.c_str(), &end), *end != '\0') || p.zipf < 0)
         return UsageError("--zipf needs a number >= 0");
+      word_flags.push_back("--zipf");
+    } else if (IsFlag(a, "--events")) {
+      rc = int_flag("--events", 0, &cp.events);
+      click_flags.push_back("--events");
+    } else if (IsFlag(a, "--users")) {
+      rc = int_flag("--users", 1, &cp.users);
+      click_flags.push_back("--users");
+    } else if (IsFlag(a, "--urls")) {
+      rc = int_flag("--urls", 1, &cp.urls);
+      click_flags.push_back("--urls");
+    } else if (IsFlag(a, "--ts")) {
+      if (!TakeValue(args, &i, "--ts", &v) || (v != "iso" && v != "ms")) return UsageError("--ts needs iso or ms");
+      cp.ts_ms = v == "ms";
+      click_flags.push_back("--ts");
     } else {
       return UsageError("unknown argument '" + a + "'");
     }
     if (rc) return rc;
   }
   if (out.empty()) return UsageError("generate needs --out FILE");
+  const bool clicks = format == "clicks";
+  if (clicks && !word_flags.empty()) return UsageError(word_flags[0] + " is for --format words, not clicks");
+  if (!clicks && !click_flags.empty()) return UsageError(click_flags[0] + " is for --format clicks");
   WordGenerator gen(p);
   std::string tmp = out + ".tmp";
   FILE* f = fopen(tmp.c_str(), "wb");
   if (f == nullptr) return Report(Status::FromErrno("cannot create", tmp, errno));
-  gen.WriteText(f);
+  if (clicks) {
+    ClickGenerator(cp).WriteJsonl(f);
+  } else {
+    gen.WriteText(f);
+  }
   if (fclose(f) != 0) return Report(Status::FromErrno("cannot write", tmp, errno));
   Status s = Rename(tmp, out);
   if (!s.ok()) return Report(s);
-  fprintf(stderr, "cairn: wrote %" PRId64 " words in %" PRId64 " lines to %s\n", p.words, gen.lines(), out.c_str());
+  if (clicks) {
+    fprintf(stderr, "cairn: wrote %" PRId64 " click events to %s\n", cp.events, out.c_str());
+  } else {
+    fprintf(stderr, "cairn: wrote %" PRId64 " words in %" PRId64 " lines to %s\n", p.words, gen.lines(), out.c_str());
+  }
   return 0;
 }
 

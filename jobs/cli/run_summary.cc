@@ -25,6 +25,10 @@ std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
                             " ms, max %" PRId64 " ms\n",
            s.checkpoints.completed, s.checkpoints.failed, d.empty() ? 0 : d[d.size() / 2], d.empty() ? 0 : d.back());
   out += buf;
+  if (s.counts_skipped) {
+    snprintf(buf, sizeof buf, "  records skipped %" PRIu64 " (malformed input, on_error: skip)\n", s.records_skipped);
+    out += buf;
+  }
   if (!s.top_keys.empty()) {
     out += "  top words      ";
     for (const auto& [k, v] : s.top_keys) out += " " + k + " " + std::to_string(v);
