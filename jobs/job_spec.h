@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/checkpoint/checkpoint_config.h"
+#include "state/state_backend.h"
 
 namespace cairn {
 
@@ -40,6 +41,7 @@ struct JobSpec {
   uint32_t max_parallelism = 128;  // number of key groups
   uint32_t parallelism = 1;        // default for operators that do not set one
   CheckpointConfig checkpoint;
+  StateBackendOptions state;       // the `state:` section (shared_dir is set by the runner)
   std::vector<OperatorConfig> operators;  // in file order
 
   const OperatorConfig* Find(const std::string& id) const;
