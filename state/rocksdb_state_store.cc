@@ -5,6 +5,7 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>
@@ -68,6 +69,8 @@ rocksdb::Options WorkDbOptions(const StateBackendOptions& opts) {
   t.block_cache = rocksdb::NewLRUCache(opts.block_cache);
   t.cache_index_and_filter_blocks = true;
   t.pin_l0_filter_and_index_blocks_in_cache = false;
+  // The first read of every new key misses: a Bloom filter answers it without reading blocks.
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   return o;
 }
@@ -90,7 +93,21 @@ struct OpenedDb {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;  // handles[0] is the default family
   std::vector<std::string> names;
   std::string temp_dir;
+  std::string snapshot_dir;             // what temp_dir was materialized from
+  std::vector<SharedFileRef> shared;    // and the shared files linked into it
   OpenedDb() = default;
+  // `s` with the paths of the temporary directory replaced by those of the snapshot and its
+  // shared files, so that an error names the file to look at.
+  Status Translate(Status s) const {
+    if (s.ok() || temp_dir.empty()) return s;
+    std::string m = s.message();
+    auto replace = [&m](const std::string& from, const std::string& to) {
+      for (size_t p = m.find(from); p != std::string::npos; p = m.find(from, p + to.size())) m.replace(p, from.size(), to);
+    };
+    for (const SharedFileRef& r : shared) replace(temp_dir + "/" + r.name, r.path);
+    replace(temp_dir, snapshot_dir);
+    return s.IsCorruption() ? Status::Corruption(m) : Status::IOError(m);
+  }
   OpenedDb(const OpenedDb&) = delete;
   OpenedDb& operator=(const OpenedDb&) = delete;
   ~OpenedDb() { Close(); }
@@ -182,6 +199,8 @@ Status OpenSnapshot(const std::string& dir, const std::string& temp_parent, Open
   std::string open_dir = dir;
   if (incremental) {
     CAIRN_RETURN_IF_ERROR(MakeTempDir(temp_parent, &out->temp_dir));
+    out->snapshot_dir = dir;
+    out->shared = refs;
     Status st = Materialize(dir, refs, out->temp_dir);
     if (!st.ok()) {
       out->Close();
@@ -191,8 +210,9 @@ Status OpenSnapshot(const std::string& dir, const std::string& temp_parent, Open
   }
   rocksdb::Status s = OpenFamilies(ReadOnlyOptions(), open_dir, /*read_only=*/true, out);
   if (!s.ok()) {
+    Status st = out->Translate(FromRocks(s, "cannot open keyed state snapshot", dir));
     out->Close();
-    return FromRocks(s, "cannot open keyed state snapshot", dir);
+    return st;
   }
   return Status::OK();
 }
@@ -746,7 +766,7 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
           if (!st.ok()) return fail(st);
         }
       }
-      if (!it->status().ok()) return fail(FromRocks(it->status(), "cannot read keyed state snapshot", h.dir));
+      if (!it->status().ok()) return fail(snap.Translate(FromRocks(it->status(), "cannot read keyed state snapshot", h.dir)));
     }
   }
   st = write_batch();
@@ -761,10 +781,10 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
   return Status::OK();
 }
 
-Status RocksDbStateStore::ReadSnapshot(
-    const std::string& dir, const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn) {
-  OpenedDb db;
-  CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
+namespace {
+
+Status ReadDefaultEntries(OpenedDb& db, const std::string& dir,
+                          const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn) {
   std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(rocksdb::ReadOptions(), db.handles[0]));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     uint32_t kg;
@@ -777,9 +797,7 @@ Status RocksDbStateStore::ReadSnapshot(
   return Status::OK();
 }
 
-Status RocksDbStateStore::ReadStates(const std::string& dir, const StateEntryFn& fn) {
-  OpenedDb db;
-  CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
+Status ReadEveryState(OpenedDb& db, const std::string& dir, const StateEntryFn& fn) {
   for (size_t f = 0; f < db.handles.size(); ++f) {
     StateDescriptor d;
     if (!FamilyDescriptor(db.names[f], &d))
@@ -799,6 +817,21 @@ Status RocksDbStateStore::ReadStates(const std::string& dir, const StateEntryFn&
     if (!it->status().ok()) return FromRocks(it->status(), "cannot read keyed state snapshot", dir);
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status RocksDbStateStore::ReadSnapshot(
+    const std::string& dir, const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn) {
+  OpenedDb db;
+  CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
+  return db.Translate(ReadDefaultEntries(db, dir, fn));
+}
+
+Status RocksDbStateStore::ReadStates(const std::string& dir, const StateEntryFn& fn) {
+  OpenedDb db;
+  CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
+  return db.Translate(ReadEveryState(db, dir, fn));
 }
 
 }  // namespace cairn
