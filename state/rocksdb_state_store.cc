@@ -66,11 +66,22 @@ rocksdb::Options WorkDbOptions(const StateBackendOptions& opts) {
   // Reads go through one LRU block cache of state.rocksdb.block_cache bytes, index and filter
   // blocks included, so that the memory the database holds is bounded (docs/state.md).
   rocksdb::BlockBasedTableOptions t;
-  t.block_cache = rocksdb::NewLRUCache(opts.block_cache);
+  // Few shards, so that a shard (the cache is split evenly among them) still holds many
+  // blocks: at least 4 MiB each, at most 64 shards.
+  int shard_bits = 0;
+  while (shard_bits < 6 && (opts.block_cache >> (shard_bits + 1)) >= (4u << 20)) ++shard_bits;
+  t.block_cache = rocksdb::NewLRUCache(opts.block_cache, shard_bits);
   t.cache_index_and_filter_blocks = true;
   t.pin_l0_filter_and_index_blocks_in_cache = false;
   // The first read of every new key misses: a Bloom filter answers it without reading blocks.
+  // Index and filter are partitioned (blocks of ~4 KiB), so that a read loads the small pieces
+  // it needs into the cache rather than a whole file's filter (a megabyte per 1M keys), which
+  // a small cache would evict at once and read again on every miss.
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.partition_filters = true;
+  t.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  t.metadata_block_size = 4096;
+  t.cache_index_and_filter_blocks_with_high_priority = true;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   return o;
 }
