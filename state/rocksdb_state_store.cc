@@ -20,6 +20,7 @@
 #include <random>
 #include <system_error>
 
+#include "engine/base/crash_points.h"
 #include "engine/base/file_util.h"
 #include "state/checkpoint_format.h"
 #include "state/heap_keyed_state.h"
@@ -454,6 +455,7 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
     // since (that checkpoint failed) is uploaded again.
     std::lock_guard<std::mutex> l(SharedFilesMutex());
     CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs));
+    CAIRN_CRASH_POINT("persist.shared_listed");
     bool made = false;
     for (const SharedFileRef& r : refs) {
       if (PathExists(r.path)) continue;

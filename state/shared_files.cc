@@ -8,6 +8,7 @@
 #include <set>
 #include <system_error>
 
+#include "engine/base/crash_points.h"
 #include "engine/base/file_util.h"
 #include "state/checkpoint_format.h"
 #include "state/checkpoint_layout.h"
@@ -94,6 +95,7 @@ Status CollectSharedGarbage(const std::string& checkpoint_root, uint64_t* delete
     const std::string p = it->path().lexically_normal().string();
     if (referenced.count(p) != 0) continue;
     if (::unlink(p.c_str()) != 0) return Status::FromErrno("cannot remove shared file", p, errno);
+    CAIRN_CRASH_POINT("retention.shared");
     if (deleted != nullptr) ++*deleted;
   }
   if (ec) return Status::IOError("cannot list " + shared + ": " + ec.message());
