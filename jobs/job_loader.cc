@@ -36,7 +36,10 @@ namespace {
 constexpr int64_t kMaxMaxParallelism = 32768;
 constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 
-const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "operators"};
+const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "state", "operators"};
+const std::vector<std::string> kStateKeys = {"backend", "rocksdb"};
+const std::vector<std::string> kStateRocksDbKeys = {"block_cache", "write_buffer"};
+const char* const kBytesForms = "a size in bytes (e.g. 64MB, 512KB, 1GB, or a number of bytes)";
 const std::vector<std::string> kCheckpointKeys = {
     "interval", "mode", "dir", "timeout", "min_pause", "max_concurrent", "tolerable_failures", "retain",
     "aligned_timeout", "history", "max_feedback_backlog", "max_drain_checkpoints"};
@@ -202,6 +205,27 @@ Status ApplyOverride(const std::string& arg, const Locator& loc, YAML::Node root
     if (!cp.present) root["checkpoint"] = YAML::Node(YAML::NodeType::Map);
     target = root["checkpoint"];
     found = true;
+  } else if (head == "state") {
+    const std::string known = "known keys: backend, rocksdb.block_cache, rocksdb.write_buffer";
+    const bool rocks = parts.size() == 3 && parts[1] == "rocksdb";
+    if (!(parts.size() == 2 && parts[1] != "rocksdb") && !rocks)
+      return SetError(path, "expected state.<key> (" + known + ")");
+    key = parts.back();
+    if (rocks ? !Contains(kStateRocksDbKeys, key) : !Contains(kStateKeys, key))
+      return SetError(path, "unknown key '" + key + "' in state (" + known + ")");
+    Entry st = Find(root, "state");
+    if (st.present && !st.value.IsMap()) return SetError(path, "state at " + loc.Where(st) + " is not a map");
+    if (!st.present) root["state"] = YAML::Node(YAML::NodeType::Map);
+    if (rocks) {
+      YAML::Node sm = root["state"];
+      Entry r = Find(sm, "rocksdb");
+      if (r.present && !r.value.IsMap()) return SetError(path, "state.rocksdb at " + loc.Where(r) + " is not a map");
+      if (!r.present) sm["rocksdb"] = YAML::Node(YAML::NodeType::Map);
+      target = sm["rocksdb"];
+    } else {
+      target = root["state"];
+    }
+    found = true;
   } else if (head == "operators") {
     if (parts.size() != 3) return SetError(path, "expected operators.<id>.<key>");
     const std::string& id = parts[1];
@@ -230,7 +254,7 @@ Status ApplyOverride(const std::string& arg, const Locator& loc, YAML::Node root
                                 (t ? " of type " + t->name : "") + " (known keys: " + Join(known) + ")");
   } else {
     return SetError(path, "unknown key '" + head +
-                              "' (known: job, parallelism, max_parallelism, checkpoint.<key>, operators.<id>.<key>)");
+                              "' (known: job, parallelism, max_parallelism, checkpoint.<key>, state.<key>, operators.<id>.<key>)");
   }
 
   // A node of its own (never the shared empty Node), so that the log can recognise it.
@@ -277,6 +301,7 @@ class JobReader {
  private:
   Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where);
   Status ReadCheckpoint(const Entry& e, CheckpointConfig* cp);
+  Status ReadState(const Entry& e, StateBackendOptions* st);
   Status ReadOperator(const YAML::Node& n, const JobSpec& spec, OperatorConfig* op);
   Status ReadParam(const Entry& e, const ParamSpec& p, const std::string& label, std::string* out);
   Status ReadEntries(const Entry& e, const ParamSpec& p, const std::string& label, std::vector<ParamEntry>* out);
@@ -307,6 +332,13 @@ class JobReader {
     int64_t v = 0;
     CAIRN_RETURN_IF_ERROR(Int(e, label, min, kUint32Max, &v));
     *out = static_cast<uint32_t>(v);
+    return Status::OK();
+  }
+  Status Bytes(const Entry& e, const std::string& label, uint64_t min, uint64_t* out) const {
+    std::string expected = std::string(kBytesForms) + ", at least " + std::to_string(min);
+    std::string text;
+    CAIRN_RETURN_IF_ERROR(Text(e, label, expected, &text));
+    if (!ParseBytes(text, out) || *out < min) return Expected(e, label, expected);
     return Status::OK();
   }
   Status Duration(const Entry& e, const std::string& label, bool positive, Millis* out) const {
@@ -356,6 +388,7 @@ Status JobReader::Read(const YAML::Node& root, JobSpec* spec) {
                                std::to_string(spec->max_parallelism));
   }
   if (Entry e = Find(root, "checkpoint"); e.present) CAIRN_RETURN_IF_ERROR(ReadCheckpoint(e, &spec->checkpoint));
+  if (Entry e = Find(root, "state"); e.present) CAIRN_RETURN_IF_ERROR(ReadState(e, &spec->state));
 
   Entry ops = Find(root, "operators");
   if (!ops.present) return loc_.Error(root, "missing required key 'operators' (the list of operators)");
@@ -372,6 +405,29 @@ Status JobReader::Read(const YAML::Node& root, JobSpec* spec) {
       return loc_.Error(id_node, "duplicate operator id '" + op.id + "' (first defined at " +
                                      loc_.Where(first->second) + ")");
     spec->operators.push_back(std::move(op));
+  }
+  return Status::OK();
+}
+
+Status JobReader::ReadState(const Entry& e, StateBackendOptions* st) {
+  if (!e.value.IsMap()) return Expected(e, "state", "a map (keys: " + Join(kStateKeys) + ")");
+  const YAML::Node& m = e.value;
+  CAIRN_RETURN_IF_ERROR(CheckKeys(m, kStateKeys, "in state"));
+  if (Entry v = Find(m, "backend"); v.present) {
+    const char* expected = "one of heap, rocksdb";
+    std::string backend;
+    CAIRN_RETURN_IF_ERROR(Text(v, "state.backend", expected, &backend));
+    if (backend == "heap") st->kind = StateBackendOptions::Kind::kHeap;
+    else if (backend == "rocksdb") st->kind = StateBackendOptions::Kind::kRocksDb;
+    else return Expected(v, "state.backend", expected);
+  }
+  if (Entry r = Find(m, "rocksdb"); r.present) {
+    if (!r.value.IsMap()) return Expected(r, "state.rocksdb", "a map (keys: " + Join(kStateRocksDbKeys) + ")");
+    CAIRN_RETURN_IF_ERROR(CheckKeys(r.value, kStateRocksDbKeys, "in state.rocksdb"));
+    if (Entry v = Find(r.value, "block_cache"); v.present)
+      CAIRN_RETURN_IF_ERROR(Bytes(v, "state.rocksdb.block_cache", 1, &st->block_cache));
+    if (Entry v = Find(r.value, "write_buffer"); v.present)
+      CAIRN_RETURN_IF_ERROR(Bytes(v, "state.rocksdb.write_buffer", 64 << 10, &st->write_buffer));
   }
   return Status::OK();
 }
@@ -649,6 +705,27 @@ Status Load(const std::string& yaml, const std::string& name, const std::vector<
 }
 
 }  // namespace
+
+bool ParseBytes(const std::string& text, uint64_t* out) {
+  size_t i = 0;
+  uint64_t n = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    if (n > (uint64_t{1} << 62) / 10) return false;
+    n = n * 10 + static_cast<uint64_t>(text[i] - '0');
+    ++i;
+  }
+  if (i == 0) return false;
+  const std::string unit = text.substr(i);
+  uint64_t mult = 1;
+  if (unit.empty() || unit == "B") mult = 1;
+  else if (unit == "KB" || unit == "KiB") mult = uint64_t{1} << 10;
+  else if (unit == "MB" || unit == "MiB") mult = uint64_t{1} << 20;
+  else if (unit == "GB" || unit == "GiB") mult = uint64_t{1} << 30;
+  else return false;
+  if (n > (uint64_t{1} << 62) / mult) return false;
+  *out = n * mult;
+  return true;
+}
 
 bool ParseDuration(const std::string& text, Millis* out) {
   size_t digits = 0;

@@ -24,5 +24,8 @@ Status LoadJobFromString(const std::string& yaml, const std::string& name,
 
 // Parses "250ms", "1s", "2m", "1h", or a bare number of milliseconds. False when malformed.
 bool ParseDuration(const std::string& text, Millis* out);
+// A size in bytes: an integer, optionally followed by B, KB, MB or GB (powers of 1024; KiB,
+// MiB, GiB too), e.g. 64MB. False when malformed or larger than 2^62.
+bool ParseBytes(const std::string& text, uint64_t* out);
 
 }  // namespace cairn

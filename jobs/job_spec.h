@@ -14,6 +14,7 @@
 
 #include "engine/checkpoint/checkpoint_config.h"
 #include "engine/dataflow/schema.h"
+#include "state/state_backend.h"
 
 namespace cairn {
 
@@ -58,6 +59,7 @@ struct JobSpec {
   uint32_t max_parallelism = 128;  // number of key groups
   uint32_t parallelism = 1;        // default for operators that do not set one
   CheckpointConfig checkpoint;
+  StateBackendOptions state;       // the `state:` section (shared_dir is set by the runner)
   std::vector<OperatorConfig> operators;  // in file order
   // What each operator emits (parallel to operators; null for sinks), derived by the loader
   // (jobs/schema_derivation.h).

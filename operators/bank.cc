@@ -12,7 +12,7 @@
 #include "jobs/registry.h"
 #include "operators/rate_limiter.h"
 #include "operators/strided_position.h"
-#include "state/keyed_state.h"
+#include "state/keyed_state_api.h"
 
 namespace cairn {
 namespace {
@@ -81,8 +81,8 @@ class BankAccounts final : public Operator {
       : accounts_(c.GetInt("accounts")), initial_(c.GetInt("initial_balance")) {}
 
   Status Open(OperatorContext& ctx) override {
-    state_ = ctx.keyed_state;
-    if (state_ == nullptr) return Status::Internal("bank_accounts operator " + ctx.operator_id + " has no keyed state");
+    if (ctx.keyed == nullptr) return Status::Internal("bank_accounts operator " + ctx.operator_id + " has no keyed state");
+    CAIRN_RETURN_IF_ERROR(ctx.keyed->GetValueState(kDefaultStateName, &state_));
     if (!ctx.restored_checkpoint) {
       // A fresh bank: every account this subtask owns starts with the initial balance.
       for (int64_t id = 0; id < accounts_; ++id) {
@@ -99,7 +99,9 @@ class BankAccounts final : public Operator {
       std::string_view account = in.GetString(i, 0);
       int64_t amount = in.GetInt64(i, 1);
       if (credits) {
-        state_->Add(account, amount);
+        int64_t balance = 0;
+        if (!state_->Get(account, &balance)) balance = 0;
+        state_->Put(account, balance + amount);
         continue;
       }
       int64_t balance = 0;
@@ -117,7 +119,7 @@ class BankAccounts final : public Operator {
  private:
   const int64_t accounts_;
   const int64_t initial_;
-  KeyedInt64State* state_ = nullptr;
+  ValueState<int64_t>* state_ = nullptr;  // the balances: the default keyed state
 };
 
 // Emits credits (account string, amount int64); reads requests and its own credits.

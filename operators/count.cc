@@ -1,5 +1,7 @@
 // count: keyed by its key_by fields; emits (key fields, running count) for every input record.
-// The counts live in the subtask's KeyedInt64State, which the framework checkpoints and restores.
+// The counts are the default keyed state (ValueState<int64_t> ""), which the framework
+// checkpoints and restores; on the heap backend the operator updates its KeyedInt64State table
+// directly (the fast path), on the RocksDB backend it goes through the ValueState.
 #include <algorithm>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "engine/dataflow/operator_capabilities.h"
 #include "jobs/registry.h"
 #include "state/keyed_state.h"
+#include "state/keyed_state_api.h"
 
 namespace cairn {
 namespace {
@@ -17,8 +20,9 @@ class Count final : public Operator, public KeyedSummary {
   explicit Count(const OperatorConfig& c) : key_by_(c.key_by) {}
   Status Open(OperatorContext& ctx) override {
     state_ = ctx.keyed_state;
-    if (state_ == nullptr) return Status::Internal("count operator " + ctx.operator_id + " has no keyed state");
-    return Status::OK();
+    if (state_ != nullptr) return Status::OK();
+    if (ctx.keyed == nullptr) return Status::Internal("count operator " + ctx.operator_id + " has no keyed state");
+    return ctx.keyed->GetValueState(kDefaultStateName, &counts_);
   }
   Status Process(int, const RecordBatch& in, RecordBatch* out) override {
     // Hash the batch first, then update with the slots (distance 16) and keys (distance 8)
@@ -32,6 +36,17 @@ class Count final : public Operator, public KeyedSummary {
     const size_t n = in.size();
     const size_t nk = key_at.size();
     hashes_.resize(n);
+    if (state_ == nullptr) {  // the RocksDB backend
+      for (size_t i = 0; i < n; ++i) {
+        std::string_view key = key_.Key(in, i, &scratch_);
+        uint64_t hash = KeyHash(key);
+        int64_t c = 0;
+        if (!counts_->Get(key, hash, &c)) c = 0;
+        counts_->Put(key, hash, ++c);
+        Emit(in, i, c, out);
+      }
+      return Status::OK();
+    }
     if (key_.single_bytes()) {  // the word count: the key is the word itself
       const size_t kf = static_cast<size_t>(key_at[0]);
       for (size_t i = 0; i < n; ++i) hashes_[i] = KeyHash(in.GetString(i, kf));
@@ -63,8 +78,23 @@ class Count final : public Operator, public KeyedSummary {
   }
   void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const override {
     std::vector<std::pair<int64_t, std::string_view>> all;
-    all.reserve(state_->size());
-    state_->ForEach([&](std::string_view key, int64_t v) { all.emplace_back(v, key); });
+    std::vector<std::string> copies;  // RocksDB: the keys outlive the scan
+    if (state_ != nullptr) {
+      all.reserve(state_->size());
+      state_->ForEach([&](std::string_view key, int64_t v) { all.emplace_back(v, key); });
+    } else {
+      std::vector<std::pair<int64_t, std::string>> best;  // the k largest, kept small
+      counts_->ForEach([&](std::string_view key, const int64_t& v) {
+        best.emplace_back(v, std::string(key));
+        if (best.size() >= 4 * k + 64) Trim(&best, k);
+      });
+      Trim(&best, k);
+      copies.reserve(best.size());
+      for (auto& [v, key] : best) {
+        copies.push_back(std::move(key));
+        all.emplace_back(v, copies.back());
+      }
+    }
     size_t n = std::min(k, all.size());
     std::partial_sort(all.begin(), all.begin() + n, all.end(),
                       [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
@@ -72,10 +102,26 @@ class Count final : public Operator, public KeyedSummary {
   }
 
  private:
+  // Appends (key fields of row i of `in`, count).
+  void Emit(const RecordBatch& in, size_t i, int64_t count, RecordBatch* out) {
+    const std::vector<int>& key_at = key_.fields();
+    size_t r = out->AddRow();
+    for (size_t k = 0; k < key_at.size(); ++k) out->CopyFieldFrom(in, i, static_cast<size_t>(key_at[k]), r, k);
+    out->SetInt64(r, key_at.size(), count);
+  }
+  // Keeps the k entries with the largest values (ties: smallest key).
+  static void Trim(std::vector<std::pair<int64_t, std::string>>* v, size_t k) {
+    size_t n = std::min(k, v->size());
+    std::partial_sort(v->begin(), v->begin() + n, v->end(),
+                      [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+    v->resize(n);
+  }
+
   const std::vector<std::string> key_by_;
   KeySelector key_;     // of records of key_schema_
   SchemaRef key_schema_;
-  KeyedInt64State* state_ = nullptr;
+  KeyedInt64State* state_ = nullptr;     // heap backend: the fast path
+  ValueState<int64_t>* counts_ = nullptr;  // otherwise
   std::vector<uint64_t> hashes_;
   std::string scratch_;
 };

@@ -6,9 +6,15 @@
 //                                   CheckpointStore::Supersede)
 //     _work/<run>/<op>-<subtask>/   working RocksDB of a running job (not part of any checkpoint;
 //                                   left-overs of dead runs are removed at start-up)
+//     shared/<op>-<subtask>/<token>-<n>.sst  SST files of incremental keyed-state checkpoints,
+//                                   referenced by the SHARED lists of one or more chk-<id>/
+//                                   (state/shared_files.h); deleted once none references them
 //     chk-<id>/                     one checkpoint; complete iff _metadata exists
 //       _metadata                   the commit point, written last (tmp + fsync + rename + fsync dir)
-//       <op>-<subtask>/keyed/       RocksDB checkpoint of the subtask's keyed state (if keyed)
+//       <op>-<subtask>/keyed/       RocksDB checkpoint of the subtask's keyed state (if keyed):
+//                                   either a whole database (full), or its MANIFEST, CURRENT
+//                                   and OPTIONS plus SHARED, the list of its SST files in shared/
+//                                   (incremental, what a running job writes)
 //       <op>-<subtask>/operator.state  operator state blob (WriteChecksummedFile format)
 //       <op>-<subtask>/channel.state   unaligned checkpoints: in-flight records of the input
 //                                      channels of the task whose chain head is <op> (same format)
@@ -32,6 +38,8 @@ inline constexpr const char* kLockFileName = "_lock";
 // one line "<first> <last> <reason>" each (CheckpointStore::Supersede).
 inline constexpr const char* kSupersededFileName = "_superseded";
 inline constexpr const char* kKeyedStateDirName = "keyed";
+inline constexpr const char* kSharedDirName = "shared";
+inline constexpr const char* kSharedListFileName = "SHARED";
 inline constexpr const char* kOperatorStateFileName = "operator.state";
 inline constexpr const char* kChannelStateFileName = "channel.state";
 

@@ -14,6 +14,8 @@ std::string WorkingStatePath(const std::string& work_dir, const std::string& op,
   return work_dir + "/" + SubtaskStateRelPath(op, subtask);
 }
 
+std::string SharedDir(const std::string& dir) { return dir + "/" + kSharedDirName; }
+
 std::string CheckpointDirName(CheckpointId id) { return kCheckpointDirPrefix + std::to_string(id); }
 std::string CheckpointPath(const std::string& dir, CheckpointId id) { return dir + "/" + CheckpointDirName(id); }
 

@@ -25,6 +25,10 @@ std::string WorkDir(const std::string& dir, int64_t pid);
 // <work>/<op>-<subtask>: one subtask's working RocksDB inside a WorkDir.
 std::string WorkingStatePath(const std::string& work_dir, const std::string& op, uint32_t subtask);
 
+// <dir>/shared: the files incremental keyed-state checkpoints share (state/shared_files.h); a
+// subtask uploads into <dir>/shared/<op>-<subtask> (the name of its working directory).
+std::string SharedDir(const std::string& dir);
+
 // "chk-<id>", and <dir>/chk-<id>.
 std::string CheckpointDirName(CheckpointId id);
 std::string CheckpointPath(const std::string& dir, CheckpointId id);

@@ -1,5 +1,7 @@
 #include "state/checkpoint_store.h"
 
+#include "state/shared_files.h"
+
 #include <algorithm>
 #include <string_view>
 
@@ -231,7 +233,9 @@ Status CheckpointStore::RemoveIncomplete() const {
     }
   }
   if (removed) CAIRN_RETURN_IF_ERROR(FsyncDir(dir_));
-  return Status::OK();
+  // Shared files that no checkpoint left on disk references (a run killed between an upload
+  // and its checkpoint's commit, or between a removal and the collection).
+  return CollectSharedGarbage(dir_);
 }
 
 Status CheckpointStore::Retain(uint32_t retain) const {
@@ -266,7 +270,9 @@ Status CheckpointStore::Retain(uint32_t retain) const {
     for (size_t i = 0; i < remove; i++) CAIRN_RETURN_IF_ERROR(RemoveCheckpoint(all[i].path));
     removed = true;
   }
-  return removed ? FsyncDir(dir_) : Status::OK();
+  if (removed) CAIRN_RETURN_IF_ERROR(FsyncDir(dir_));
+  // Only now, with the older checkpoints gone, can their shared files go.
+  return CollectSharedGarbage(dir_);
 }
 
 }  // namespace cairn

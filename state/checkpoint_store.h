@@ -46,12 +46,14 @@ class CheckpointStore {
 
   // Removes chk-<id> directories without _metadata, and all of _work/ (the caller holds the
   // lock, so it is left over from dead runs). Damaged checkpoints (a _metadata that does not
-  // read back) are left for a human. A missing directory is OK.
+  // read back) are left for a human. A missing directory is OK. Then removes the shared files
+  // no checkpoint on disk references (CollectSharedGarbage, state/shared_files.h).
   Status RemoveIncomplete() const;
   // Keeps the newest `retain` completed checkpoints, removing older ones; incomplete and
   // damaged ones are never touched. Each removal deletes _metadata first, so a crash half-way
   // leaves an incomplete checkpoint, never a complete-looking one with missing state.
-  // REQUIRES: retain >= 1 (0 is InvalidArgument and removes nothing).
+  // REQUIRES: retain >= 1 (0 is InvalidArgument and removes nothing). Then removes the shared
+  // files of incremental keyed state that no checkpoint left on disk references.
   // A superseded checkpoint (see Supersede) is removed the same way once `retain` completed
   // checkpoints newer than it exist (so never before the run that superseded it has its own).
   Status Retain(uint32_t retain) const;

@@ -8,6 +8,7 @@
 #include "state/keyed_state.h"
 
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -33,6 +34,7 @@ struct KeyedInt64State::Slot {
   uint32_t key_length = 0;
   bool used = false;
   bool dirty = false;
+  bool removed = false;  // Delete()d: Get finds nothing, the next delta records the removal
   int64_t value = 0;
 };
 
@@ -42,7 +44,7 @@ KeyedInt64State::KeyedInt64State(uint32_t max_parallelism, KeyGroupRange range)
 
 KeyedInt64State::~KeyedInt64State() = default;
 
-size_t KeyedInt64State::size() const { return count_; }
+size_t KeyedInt64State::size() const { return count_ - removed_; }
 
 const char* KeyedInt64State::StoreKey(std::string_view key) {
   if (key.empty()) return kEmptyKey;
@@ -73,6 +75,12 @@ size_t KeyedInt64State::FindOrInsert(std::string_view key, uint64_t hash, bool* 
     if (s.hash == hash && s.key_length == key.size() &&
         (key.empty() || std::memcmp(s.key, key.data(), key.size()) == 0)) {
       *inserted = false;
+      if (__builtin_expect(s.removed, 0)) {  // back from the dead: a new entry with value 0
+        s.removed = false;
+        s.value = 0;
+        --removed_;
+        *inserted = true;
+      }
       return i;
     }
     i = (i + 1) & mask_;
@@ -89,6 +97,7 @@ size_t KeyedInt64State::FindOrInsert(std::string_view key, uint64_t hash, bool* 
   s.key_length = static_cast<uint32_t>(key.size());
   s.used = true;
   s.dirty = false;
+  s.removed = false;
   s.value = 0;
   ++count_;
   *inserted = true;
@@ -166,6 +175,7 @@ bool KeyedInt64State::Get(std::string_view key, int64_t* value) const {
     if (!s.used) return false;
     if (s.hash == hash && s.key_length == key.size() &&
         (key.empty() || std::memcmp(s.key, key.data(), key.size()) == 0)) {
+      if (s.removed) return false;
       *value = s.value;
       return true;
     }
@@ -182,6 +192,26 @@ void KeyedInt64State::Put(std::string_view key, int64_t value) {
   if (inserted || s.value != value) {
     s.value = value;
     MarkDirty(i);
+  }
+}
+
+void KeyedInt64State::Delete(std::string_view key) {
+  const uint64_t hash = KeyHash(key);
+  if (!Owns(hash)) return RecordForeignKey(key, hash);
+  size_t i = hash & mask_;
+  for (;;) {
+    Slot& s = slots_[i];
+    if (!s.used) return;
+    if (s.hash == hash && s.key_length == key.size() &&
+        (key.empty() || std::memcmp(s.key, key.data(), key.size()) == 0)) {
+      if (s.removed) return;
+      s.removed = true;
+      s.value = 0;
+      ++removed_;
+      MarkDirty(i);
+      return;
+    }
+    i = (i + 1) & mask_;
   }
 }
 
@@ -202,7 +232,7 @@ std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
   for (uint32_t i : dirty_) {
     Slot& s = slots_[i];
     delta->entries.push_back(
-        StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.key_length, delta->keys.size(), s.value});
+        StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length, delta->keys.size(), s.value});
     delta->keys.append(s.key, s.key_length);
     s.dirty = false;
   }
@@ -222,19 +252,45 @@ void StateDelta::Merge(const StateDelta& newer) {
     auto [it, fresh] = at.try_emplace(from.key(e), merged.entries.size());
     if (!fresh) {
       merged.entries[it->second].value = e.value;  // the later value wins
+      merged.entries[it->second].deleted = e.deleted;
       return;
     }
-    merged.entries.push_back(Entry{e.key_group, e.key_length, merged.keys.size(), e.value});
+    merged.entries.push_back(Entry{e.key_group, e.deleted, e.key_length, merged.keys.size(), e.value});
     merged.keys.append(from.key(e));
   };
   for (const Entry& e : entries) add(*this, e);
   for (const Entry& e : newer.entries) add(newer, e);
+  // Named entries: the later entry for a (state, key) wins.
+  std::unordered_map<std::string, size_t> named_at;
+  std::vector<NamedEntry> named_merged;
+  for (const std::vector<NamedEntry>* from : std::initializer_list<const std::vector<NamedEntry>*>{&named, &newer.named}) {
+    for (const NamedEntry& e : *from) {
+      std::string id = e.state;
+      id.push_back('\0');
+      id += e.key;
+      auto [it, fresh] = named_at.try_emplace(std::move(id), named_merged.size());
+      if (fresh) {
+        named_merged.push_back(e);
+      } else {
+        named_merged[it->second] = e;
+      }
+    }
+  }
+  merged.named = std::move(named_merged);
+  // The newer staged checkpoint covers everything the older one did.
+  merged.obsolete_staged = std::move(obsolete_staged);
+  merged.obsolete_staged.insert(merged.obsolete_staged.end(), newer.obsolete_staged.begin(), newer.obsolete_staged.end());
+  merged.staged_dir = staged_dir;
+  if (!newer.staged_dir.empty()) {
+    if (!merged.staged_dir.empty()) merged.obsolete_staged.push_back(merged.staged_dir);
+    merged.staged_dir = newer.staged_dir;
+  }
   *this = std::move(merged);
 }
 
 void KeyedInt64State::ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const {
   for (const Slot& s : slots_) {
-    if (s.used) fn(std::string_view(s.key, s.key_length), s.value);
+    if (s.used && !s.removed) fn(std::string_view(s.key, s.key_length), s.value);
   }
 }
 

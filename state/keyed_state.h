@@ -26,7 +26,8 @@ namespace cairn {
 // appears once (TakeDelta and Merge keep it so).
 struct StateDelta {
   struct Entry {
-    uint32_t key_group;
+    uint32_t key_group : 31;  // < 65536 (max_parallelism <= 65536)
+    uint32_t deleted : 1;     // the key was removed (KeyedInt64State::Delete)
     uint32_t key_length;
     uint64_t key_offset;  // into keys; 64 bits: deltas merged over failed checkpoints may pass 4 GiB
     int64_t value;
@@ -34,6 +35,25 @@ struct StateDelta {
   std::vector<Entry> entries;
   std::string keys;
   std::string_view key(const Entry& e) const { return std::string_view(keys.data() + e.key_offset, e.key_length); }
+
+  // Entries of named states (state/keyed_state_api.h), changed since the previous delta:
+  // `state` is the StateDescriptor::Encode() of the state, `key` the stored key
+  // (EncodeEntryKey), `value` the stored bytes unless `deleted`.
+  struct NamedEntry {
+    std::string state;
+    std::string key;
+    std::string value;
+    bool deleted = false;
+  };
+  std::vector<NamedEntry> named;
+  // The RocksDB backend: a local RocksDB checkpoint of the working database taken by the
+  // synchronous part (its files are what the checkpoint persists); empty for the heap backend.
+  std::string staged_dir;
+  // Staged directories of earlier, failed checkpoints that this delta's supersedes (removed
+  // once it is persisted).
+  std::vector<std::string> obsolete_staged;
+
+  bool empty() const { return entries.empty() && named.empty(); }
 
   // Adds the entries of `newer` (a later delta of the same state): an entry of `newer` replaces
   // this delta's entry for the same key, so every key still appears once and the delta stays
@@ -59,6 +79,9 @@ class KeyedInt64State {
   // True and *value set when `key` is present.
   bool Get(std::string_view key, int64_t* value) const;
   void Put(std::string_view key, int64_t value);
+  // Removes `key` (the next delta records the removal).
+  void Delete(std::string_view key);
+  // Live entries.
   size_t size() const;
 
   // Synchronous snapshot: the entries changed since the last call; clears the change set.
@@ -91,7 +114,8 @@ class KeyedInt64State {
   const KeyGroupRange range_;
   std::vector<Slot> slots_;
   size_t mask_ = 0;
-  size_t count_ = 0;
+  size_t count_ = 0;      // used slots, including removed ones (their keys stay in place)
+  size_t removed_ = 0;    // used slots whose key was removed
   size_t grow_at_ = 0;  // Grow() before count_ exceeds this (~0.7 of slots_.size())
   std::vector<std::unique_ptr<char[]>> arena_blocks_;
   char* arena_ptr_ = nullptr;

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include "state/rocksdb_state_store.h"
 
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>
 #include <rocksdb/utilities/checkpoint.h>
@@ -11,9 +14,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <system_error>
+
+#include "engine/base/crash_points.h"
+#include "engine/base/file_util.h"
+#include "state/checkpoint_format.h"
+#include "state/heap_keyed_state.h"
+#include "state/shared_files.h"
 
 namespace cairn {
 
@@ -43,15 +54,36 @@ Status FromErrorCode(std::string_view what, const std::string& path, const std::
   return Status::IOError(std::string(what) + " " + path + ": " + ec.message());
 }
 
-rocksdb::Options WorkDbOptions() {
+rocksdb::Options WorkDbOptions(const StateBackendOptions& opts) {
   rocksdb::Options o;
   o.create_if_missing = true;
   o.compression = rocksdb::kNoCompression;
   o.max_background_jobs = 2;
-  o.write_buffer_size = 16 << 20;
+  o.write_buffer_size = opts.write_buffer;
+  o.max_write_buffer_number = 2;
   o.max_manifest_file_size = 4 << 20;  // a checkpoint copies the MANIFEST: keep it small
   o.keep_log_file_num = 2;
   o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  // Reads go through one LRU block cache of state.rocksdb.block_cache bytes, index and filter
+  // blocks included, so that the memory the database holds is bounded (docs/state.md).
+  rocksdb::BlockBasedTableOptions t;
+  // Few shards, so that a shard (the cache is split evenly among them) still holds many
+  // blocks: at least 4 MiB each, at most 64 shards.
+  int shard_bits = 0;
+  while (shard_bits < 6 && (opts.block_cache >> (shard_bits + 1)) >= (4u << 20)) ++shard_bits;
+  t.block_cache = rocksdb::NewLRUCache(opts.block_cache, shard_bits);
+  t.cache_index_and_filter_blocks = true;
+  t.pin_l0_filter_and_index_blocks_in_cache = false;
+  // The first read of every new key misses: a Bloom filter answers it without reading blocks.
+  // Index and filter are partitioned (blocks of ~4 KiB), so that a read loads the small pieces
+  // it needs into the cache rather than a whole file's filter (a megabyte per 1M keys), which
+  // a small cache would evict at once and read again on every miss.
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.partition_filters = true;
+  t.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  t.metadata_block_size = 4096;
+  t.cache_index_and_filter_blocks_with_high_priority = true;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   return o;
 }
 
@@ -60,6 +92,158 @@ rocksdb::Options ReadOnlyOptions() {
   o.create_if_missing = false;
   o.info_log = std::make_shared<DiscardingLogger>();
   return o;
+}
+
+bool IsSst(const std::string& name) { return name.size() > 4 && name.compare(name.size() - 4, 4, ".sst") == 0; }
+
+const StateDescriptor kDefaultDescriptor{StateKind::kValue, "int64", kDefaultStateName};
+
+// A database opened with every column family; closes it (and removes its temporary directory,
+// when it was materialized from an incremental snapshot) on destruction.
+struct OpenedDb {
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;  // handles[0] is the default family
+  std::vector<std::string> names;
+  std::string temp_dir;
+  std::string snapshot_dir;             // what temp_dir was materialized from
+  std::vector<SharedFileRef> shared;    // and the shared files linked into it
+  OpenedDb() = default;
+  // `s` with the paths of the temporary directory replaced by those of the snapshot and its
+  // shared files, so that an error names the file to look at.
+  Status Translate(Status s) const {
+    if (s.ok() || temp_dir.empty()) return s;
+    std::string m = s.message();
+    auto replace = [&m](const std::string& from, const std::string& to) {
+      for (size_t p = m.find(from); p != std::string::npos; p = m.find(from, p + to.size())) m.replace(p, from.size(), to);
+    };
+    for (const SharedFileRef& r : shared) replace(temp_dir + "/" + r.name, r.path);
+    replace(temp_dir, snapshot_dir);
+    return s.IsCorruption() ? Status::Corruption(m) : Status::IOError(m);
+  }
+  OpenedDb(const OpenedDb&) = delete;
+  OpenedDb& operator=(const OpenedDb&) = delete;
+  ~OpenedDb() { Close(); }
+  void Close() {
+    if (db != nullptr) {
+      for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+      delete db;
+    }
+    db = nullptr;
+    handles.clear();
+    if (!temp_dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(temp_dir, ec);
+      temp_dir.clear();
+    }
+  }
+};
+
+// Opens `dir` with all its column families (the default first).
+rocksdb::Status OpenFamilies(const rocksdb::Options& o, const std::string& dir, bool read_only, OpenedDb* out) {
+  std::vector<std::string> names;
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(o, dir, &names);
+  if (!s.ok()) names = {rocksdb::kDefaultColumnFamilyName};
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  cfs.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(o));
+  for (const std::string& n : names)
+    if (n != rocksdb::kDefaultColumnFamilyName) cfs.emplace_back(n, rocksdb::ColumnFamilyOptions(o));
+  out->names.clear();
+  for (const auto& c : cfs) out->names.push_back(c.name);
+  return read_only ? rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(o), dir, cfs, &out->handles, &out->db)
+                   : rocksdb::DB::Open(rocksdb::DBOptions(o), dir, cfs, &out->handles, &out->db);
+}
+
+// Links `from` to `to`, or copies it (fsynced) when linking is not possible.
+Status LinkOrCopy(const std::string& from, const std::string& to) {
+  if (::link(from.c_str(), to.c_str()) == 0) return Status::OK();
+  if (errno != EXDEV && errno != EPERM) return Status::FromErrno("cannot hard-link " + from + " to", to, errno);
+  std::error_code ec;
+  fs::copy_file(from, to, ec);
+  if (ec) return Status::IOError("cannot copy " + from + " to " + to + ": " + ec.message());
+  return FsyncFile(to);
+}
+
+// Makes `target` an openable database from the incremental snapshot `keyed_dir`: its own
+// files copied, the shared files it lists linked under their names.
+Status Materialize(const std::string& keyed_dir, const std::vector<SharedFileRef>& refs, const std::string& target) {
+  std::error_code ec;
+  fs::create_directories(target, ec);
+  if (ec) return Status::IOError("cannot create directory " + target + ": " + ec.message());
+  for (fs::directory_iterator it(keyed_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string name = it->path().filename().string();
+    if (name == kSharedListFileName) continue;
+    fs::copy_file(it->path(), target + "/" + name, ec);
+    if (ec) return Status::IOError("cannot copy " + it->path().string() + ": " + ec.message());
+  }
+  if (ec) return Status::IOError("cannot list " + keyed_dir + ": " + ec.message());
+  for (const SharedFileRef& r : refs) {
+    if (!PathExists(r.path))
+      return Status::Corruption("keyed state snapshot " + keyed_dir + " references the missing shared file " + r.path);
+    CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, target + "/" + r.name));
+  }
+  return Status::OK();
+}
+
+// A new, empty directory below `parent` (the system's temporary directory when empty).
+Status MakeTempDir(std::string parent, std::string* out) {
+  if (parent.empty()) {
+    std::error_code ec;
+    parent = fs::temp_directory_path(ec).string();
+    if (ec) parent = "/tmp";
+  }
+  std::string tmpl = parent + "/.cairn-keyed-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno("cannot create a temporary directory in", parent, errno);
+  *out = tmpl;
+  return Status::OK();
+}
+
+// Opens the stored snapshot `dir` read-only, whichever its form; an incremental one is first
+// materialized in a temporary directory below `temp_parent`.
+Status OpenSnapshot(const std::string& dir, const std::string& temp_parent, OpenedDb* out) {
+  {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return Status::NotFound("keyed state snapshot " + dir + " does not exist");
+  }
+  std::vector<SharedFileRef> refs;
+  bool incremental = false;
+  CAIRN_RETURN_IF_ERROR(ReadSharedList(dir, &refs, &incremental));
+  std::string open_dir = dir;
+  if (incremental) {
+    CAIRN_RETURN_IF_ERROR(MakeTempDir(temp_parent, &out->temp_dir));
+    out->snapshot_dir = dir;
+    out->shared = refs;
+    Status st = Materialize(dir, refs, out->temp_dir);
+    if (!st.ok()) {
+      out->Close();
+      return st;
+    }
+    open_dir = out->temp_dir;
+  }
+  rocksdb::Status s = OpenFamilies(ReadOnlyOptions(), open_dir, /*read_only=*/true, out);
+  if (!s.ok()) {
+    Status st = out->Translate(FromRocks(s, "cannot open keyed state snapshot", dir));
+    out->Close();
+    return st;
+  }
+  return Status::OK();
+}
+
+// The descriptor of column family `name`; false when it names no state.
+bool FamilyDescriptor(const std::string& name, StateDescriptor* d) {
+  if (name == rocksdb::kDefaultColumnFamilyName) {
+    *d = kDefaultDescriptor;
+    return true;
+  }
+  return StateDescriptor::Decode(name, d);
+}
+
+std::string RandomToken() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 std::string EncodeKey(uint32_t key_group, std::string_view key) {
@@ -114,14 +298,6 @@ Status CreateParentDirs(const std::string& path) {
   return Status::OK();
 }
 
-Status OpenReadOnly(const std::string& dir, std::unique_ptr<rocksdb::DB>* db) {
-  CAIRN_RETURN_IF_ERROR(CheckSnapshotExists(dir));
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(ReadOnlyOptions(), dir, &raw);
-  if (!s.ok()) return FromRocks(s, "cannot open keyed state snapshot", dir);
-  db->reset(raw);
-  return Status::OK();
-}
 
 // Makes `work_dir` a copy of the database in `snapshot_dir` that shares its SST files: *.sst
 // are hard-linked (copied if the link fails across file systems), the rest is copied.
@@ -146,23 +322,40 @@ Status LinkSnapshotFiles(const std::string& snapshot_dir, const std::string& wor
   return Status::OK();
 }
 
-// Loads every entry of `db` (a database restored from `snapshot_dir`) into `state`; all of
-// them must lie in `range`.
-Status LoadAll(rocksdb::DB* db, const std::string& snapshot_dir, const KeyGroupRange& range,
-               KeyedInt64State* state) {
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    uint32_t kg;
-    std::string_view key;
-    int64_t value;
-    CAIRN_RETURN_IF_ERROR(DecodeEntry(it->key(), it->value(), snapshot_dir, &kg, &key, &value));
-    if (!range.Contains(kg)) {
-      return Status::Corruption("keyed state snapshot " + snapshot_dir + " holds key group " + std::to_string(kg) +
-                                " outside its range " + range.ToString());
+// Loads every entry of `db` (a database restored from `snapshot_dir`) into `state` (the
+// default state) and `named` (the others), each when non-null; all must lie in `range`.
+Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRange& range, KeyedInt64State* state,
+               HeapKeyedStateBackend* named) {
+  for (size_t f = 0; f < db->handles.size(); ++f) {
+    const bool is_default = f == 0;
+    if (is_default ? state == nullptr : named == nullptr) continue;
+    std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator(rocksdb::ReadOptions(), db->handles[f]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      uint32_t kg;
+      std::string_view key;
+      int64_t value = 0;
+      if (is_default) {
+        CAIRN_RETURN_IF_ERROR(DecodeEntry(it->key(), it->value(), snapshot_dir, &kg, &key, &value));
+      } else {
+        if (it->key().size() < kKeyGroupPrefixSize)
+          return Status::Corruption("keyed state " + snapshot_dir + ": malformed entry in " + db->names[f]);
+        const auto* kp = reinterpret_cast<const unsigned char*>(it->key().data());
+        kg = (static_cast<uint32_t>(kp[0]) << 8) | kp[1];
+      }
+      if (!range.Contains(kg)) {
+        return Status::Corruption("keyed state snapshot " + snapshot_dir + " holds key group " + std::to_string(kg) +
+                                  " outside its range " + range.ToString());
+      }
+      if (is_default) {
+        state->LoadEntry(key, value);
+      } else {
+        CAIRN_RETURN_IF_ERROR(named->LoadNamed(db->names[f], std::string_view(it->key().data(), it->key().size()),
+                                               std::string_view(it->value().data(), it->value().size()))
+                                  .WithContext("keyed state snapshot " + snapshot_dir));
+      }
     }
-    state->LoadEntry(key, value);
+    if (!it->status().ok()) return FromRocks(it->status(), "cannot read keyed state restored from", snapshot_dir);
   }
-  if (!it->status().ok()) return FromRocks(it->status(), "cannot read keyed state restored from", snapshot_dir);
   return Status::OK();
 }
 
@@ -181,66 +374,313 @@ uint64_t FilesSize(const std::string& dir) {
 
 }  // namespace
 
-RocksDbStateStore::~RocksDbStateStore() { delete db_; }
+RocksDbStateStore::RocksDbStateStore(std::string dir, rocksdb::DB* db, StateBackendOptions options)
+    : dir_(std::move(dir)), db_(db), options_(std::move(options)), token_(RandomToken()) {}
+
+RocksDbStateStore::~RocksDbStateStore() {
+  for (auto& [name, h] : families_) db_->DestroyColumnFamilyHandle(h);
+  delete db_;
+}
 
 Status RocksDbStateStore::Create(const std::string& work_dir, std::unique_ptr<RocksDbStateStore>* out) {
+  return Create(work_dir, StateBackendOptions{}, out);
+}
+
+Status RocksDbStateStore::Create(const std::string& work_dir, const StateBackendOptions& options,
+                                 std::unique_ptr<RocksDbStateStore>* out) {
   CAIRN_RETURN_IF_ERROR(CheckAbsent(work_dir));
   CAIRN_RETURN_IF_ERROR(CreateParentDirs(work_dir));
   rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(WorkDbOptions(), work_dir, &db);
+  rocksdb::Status s = rocksdb::DB::Open(WorkDbOptions(options), work_dir, &db);
   if (!s.ok()) return FromRocks(s, "cannot create keyed state database", work_dir);
-  out->reset(new RocksDbStateStore(work_dir, db));
+  out->reset(new RocksDbStateStore(work_dir, db, options));
+  return Status::OK();
+}
+
+Status RocksDbStateStore::Family(const std::string& state, rocksdb::ColumnFamilyHandle** out) {
+  auto it = families_.find(state);
+  if (it != families_.end()) {
+    *out = it->second;
+    return Status::OK();
+  }
+  rocksdb::ColumnFamilyHandle* h = nullptr;
+  rocksdb::Status s = db_->CreateColumnFamily(rocksdb::ColumnFamilyOptions(WorkDbOptions(options_)), state, &h);
+  if (!s.ok()) return FromRocks(s, "cannot create keyed state '" + state + "' in", dir_);
+  families_.emplace(state, h);
+  *out = h;
+  return Status::OK();
+}
+
+Status RocksDbStateStore::Stage(std::string* dir) {
+  *dir = dir_ + ".stage-" + std::to_string(++staged_);
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+  rocksdb::Checkpoint* raw = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(db_, &raw);
+  if (!s.ok()) return FromRocks(s, "cannot start a checkpoint of", dir_);
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  s = checkpoint->CreateCheckpoint(*dir, /*log_size_for_flush=*/0);
+  if (!s.ok()) return FromRocks(s, "cannot create a local checkpoint of", dir_);
+  return Status::OK();
+}
+
+Status RocksDbStateStore::Upload(const std::string& staged, const std::string& checkpoint_dir, uint64_t* bytes) {
+  CAIRN_RETURN_IF_ERROR(CreateDirs(checkpoint_dir));
+  std::vector<std::string> names;
+  CAIRN_RETURN_IF_ERROR(ListDir(staged, &names));
+  const std::string mine = options_.shared_dir + "/" + fs::path(dir_).filename().string();
+  std::vector<SharedFileRef> refs;
+  std::map<std::string, std::string> now;
+  uint64_t total = 0;
+  for (const std::string& name : names) {
+    const std::string from = staged + "/" + name;
+    if (IsSst(name)) {
+      auto it = uploaded_.find(name);
+      std::string path = it != uploaded_.end() ? it->second : mine + "/" + token_ + "-" + name;
+      refs.push_back(SharedFileRef{name, path});
+      now.emplace(name, path);
+      continue;
+    }
+    // MANIFEST, CURRENT, OPTIONS: small, private to this checkpoint.
+    const std::string to = checkpoint_dir + "/" + name;
+    std::error_code ec;
+    fs::copy_file(from, to, ec);
+    if (ec) return FromErrorCode("cannot copy " + from + " to", to, ec);
+    CAIRN_RETURN_IF_ERROR(FsyncFile(to));
+    total += fs::file_size(to, ec);
+  }
+  {
+    // The list first, then the files: a collection (which holds the same mutex) sees either
+    // neither or both, and a file uploaded by an earlier checkpoint that a collection removed
+    // since (that checkpoint failed) is uploaded again.
+    std::lock_guard<std::mutex> l(SharedFilesMutex());
+    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs));
+    CAIRN_CRASH_POINT("persist.shared_listed");
+    bool made = false;
+    for (const SharedFileRef& r : refs) {
+      if (PathExists(r.path)) continue;
+      if (!made) {
+        CAIRN_RETURN_IF_ERROR(CreateDirs(mine));
+        made = true;
+      }
+      CAIRN_RETURN_IF_ERROR(LinkOrCopy(staged + "/" + r.name, r.path));
+      std::error_code ec;
+      total += fs::file_size(r.path, ec);
+    }
+    if (made) {
+      CAIRN_RETURN_IF_ERROR(FsyncDir(mine));
+      CAIRN_RETURN_IF_ERROR(FsyncDir(options_.shared_dir));
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(FsyncDir(checkpoint_dir));
+  uploaded_ = std::move(now);
+  std::error_code ec;
+  fs::remove_all(staged, ec);
+  *bytes = total;
   return Status::OK();
 }
 
 Status RocksDbStateStore::PersistAndCheckpoint(const StateDelta& delta, const std::string& checkpoint_dir,
                                                uint64_t* bytes) {
   CAIRN_RETURN_IF_ERROR(CheckAbsent(checkpoint_dir));
-  // In key order: RocksDB inserts sorted keys into its memtable about 3x cheaper than random
-  // ones (bench: BM_PersistDeltaSorted). Stable, so a later entry for a key still wins.
-  std::vector<uint32_t> order(delta.entries.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    const StateDelta::Entry& a = delta.entries[x];
-    const StateDelta::Entry& b = delta.entries[y];
-    if (a.key_group != b.key_group) return a.key_group < b.key_group;
-    return delta.key(a) < delta.key(b);
-  });
-  rocksdb::WriteBatch batch;
-  std::string key;
-  char value[kValueSize];
-  for (uint32_t i : order) {
-    const StateDelta::Entry& e = delta.entries[i];
-    key = EncodeKey(e.key_group, delta.key(e));
-    EncodeValue(e.value, value);
-    rocksdb::Status s = batch.Put(key, rocksdb::Slice(value, kValueSize));
-    if (!s.ok()) return FromRocks(s, "cannot build write batch for", dir_);
+  for (const std::string& d : delta.obsolete_staged) {
+    std::error_code ec;
+    fs::remove_all(d, ec);
   }
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;
-  rocksdb::Status s = db_->Write(wo, &batch);
-  if (!s.ok()) return FromRocks(s, "cannot write keyed state to", dir_);
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  s = db_->Flush(fo);
-  if (!s.ok()) return FromRocks(s, "cannot flush keyed state in", dir_);
+  if (!delta.empty()) {
+    // In key order: RocksDB inserts sorted keys into its memtable about 3x cheaper than random
+    // ones (bench: BM_PersistDeltaSorted). Stable, so a later entry for a key still wins.
+    std::vector<uint32_t> order(delta.entries.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      const StateDelta::Entry& a = delta.entries[x];
+      const StateDelta::Entry& b = delta.entries[y];
+      if (a.key_group != b.key_group) return a.key_group < b.key_group;
+      return delta.key(a) < delta.key(b);
+    });
+    rocksdb::WriteBatch batch;
+    std::string key;
+    char value[kValueSize];
+    for (uint32_t i : order) {
+      const StateDelta::Entry& e = delta.entries[i];
+      key = EncodeKey(e.key_group, delta.key(e));
+      EncodeValue(e.value, value);
+      rocksdb::Status s = e.deleted ? batch.Delete(key) : batch.Put(key, rocksdb::Slice(value, kValueSize));
+      if (!s.ok()) return FromRocks(s, "cannot build write batch for", dir_);
+    }
+    for (const StateDelta::NamedEntry& e : delta.named) {
+      rocksdb::ColumnFamilyHandle* cf = nullptr;
+      CAIRN_RETURN_IF_ERROR(Family(e.state, &cf));
+      rocksdb::Status s = e.deleted ? batch.Delete(cf, e.key) : batch.Put(cf, e.key, e.value);
+      if (!s.ok()) return FromRocks(s, "cannot build write batch for", dir_);
+    }
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    rocksdb::Status s = db_->Write(wo, &batch);
+    if (!s.ok()) return FromRocks(s, "cannot write keyed state to", dir_);
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    std::vector<rocksdb::ColumnFamilyHandle*> all = {db_->DefaultColumnFamily()};
+    for (auto& [name, h] : families_) all.push_back(h);
+    s = db_->Flush(fo, all);
+    if (!s.ok()) return FromRocks(s, "cannot flush keyed state in", dir_);
+  }
 
-  CAIRN_RETURN_IF_ERROR(CreateParentDirs(checkpoint_dir));
-  rocksdb::Checkpoint* raw = nullptr;
-  s = rocksdb::Checkpoint::Create(db_, &raw);
-  if (!s.ok()) return FromRocks(s, "cannot start a checkpoint of", dir_);
-  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
-  s = checkpoint->CreateCheckpoint(checkpoint_dir, /*log_size_for_flush=*/0);
-  if (!s.ok()) return FromRocks(s, "cannot create keyed state checkpoint", checkpoint_dir);
-  *bytes = FilesSize(checkpoint_dir);
-  return Status::OK();
+  std::string staged = delta.staged_dir;
+  if (staged.empty() && options_.shared_dir.empty()) {
+    // A whole RocksDB checkpoint, straight into checkpoint_dir.
+    CAIRN_RETURN_IF_ERROR(CreateParentDirs(checkpoint_dir));
+    rocksdb::Checkpoint* raw = nullptr;
+    rocksdb::Status s = rocksdb::Checkpoint::Create(db_, &raw);
+    if (!s.ok()) return FromRocks(s, "cannot start a checkpoint of", dir_);
+    std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+    s = checkpoint->CreateCheckpoint(checkpoint_dir, /*log_size_for_flush=*/0);
+    if (!s.ok()) return FromRocks(s, "cannot create keyed state checkpoint", checkpoint_dir);
+    *bytes = FilesSize(checkpoint_dir);
+    return Status::OK();
+  }
+  if (staged.empty()) CAIRN_RETURN_IF_ERROR(Stage(&staged));
+  if (options_.shared_dir.empty()) {
+    CAIRN_RETURN_IF_ERROR(CreateParentDirs(checkpoint_dir));
+    CAIRN_RETURN_IF_ERROR(Rename(staged, checkpoint_dir));
+    *bytes = FilesSize(checkpoint_dir);
+    return Status::OK();
+  }
+  return Upload(staged, checkpoint_dir, bytes);
 }
+
+// ---- The RocksDB backend's view: every read and write goes to the database.
+
+class RocksDbStateStore::KeyedView : public KeyedStateBackend {
+ public:
+  KeyedView(RocksDbStateStore* store, uint32_t max_parallelism, KeyGroupRange range)
+      : KeyedStateBackend(max_parallelism, range), store_(store), db_(store->db_) {
+    wo_.disableWAL = true;
+  }
+
+  Status Declare(const StateDescriptor& d, StateId* id) override {
+    for (size_t i = 0; i < states_.size(); ++i) {
+      if (states_[i].desc.name == d.name) {
+        if (!(states_[i].desc == d)) return Mismatch(states_[i].desc, d);
+        *id = static_cast<StateId>(i);
+        return Status::OK();
+      }
+    }
+    rocksdb::ColumnFamilyHandle* cf = nullptr;
+    if (d.name == kDefaultStateName) {
+      if (!(d == kDefaultDescriptor)) return Mismatch(kDefaultDescriptor, d);
+      cf = db_->DefaultColumnFamily();
+    } else {
+      for (const auto& [name, h] : store_->families_) {
+        StateDescriptor have;
+        if (StateDescriptor::Decode(name, &have) && have.name == d.name && !(have == d)) return Mismatch(have, d);
+      }
+      CAIRN_RETURN_IF_ERROR(store_->Family(d.Encode(), &cf));
+    }
+    states_.push_back(S{d, cf});
+    *id = static_cast<StateId>(states_.size() - 1);
+    return Status::OK();
+  }
+
+  bool Get(StateId id, std::string_view key, uint64_t hash, std::string_view uk, std::string* value) override {
+    if (!Owns(key, hash)) return false;
+    const S& s = states_[id];
+    key_ = EncodeEntryKey(s.desc.kind, KeyGroupOf(hash, max_parallelism()), key, uk);
+    rocksdb::Status st = db_->Get(ro_, s.cf, key_, value);
+    if (st.IsNotFound()) return false;
+    if (!st.ok()) {
+      Error(st);
+      return false;
+    }
+    return true;
+  }
+  void Put(StateId id, std::string_view key, uint64_t hash, std::string_view uk, std::string_view value) override {
+    if (!Owns(key, hash)) return;
+    const S& s = states_[id];
+    key_ = EncodeEntryKey(s.desc.kind, KeyGroupOf(hash, max_parallelism()), key, uk);
+    rocksdb::Status st = db_->Put(wo_, s.cf, key_, rocksdb::Slice(value.data(), value.size()));
+    if (!st.ok()) Error(st);
+  }
+  void Delete(StateId id, std::string_view key, uint64_t hash, std::string_view uk) override {
+    if (!Owns(key, hash)) return;
+    const S& s = states_[id];
+    key_ = EncodeEntryKey(s.desc.kind, KeyGroupOf(hash, max_parallelism()), key, uk);
+    rocksdb::Status st = db_->Delete(wo_, s.cf, key_);
+    if (!st.ok()) Error(st);
+  }
+  void ForEachUserKey(StateId id, std::string_view key, uint64_t hash,
+                      const std::function<void(std::string_view, std::string_view)>& fn) override {
+    if (!Owns(key, hash)) return;
+    const S& s = states_[id];
+    if (s.desc.kind != StateKind::kMap) return;
+    const std::string prefix = EncodeEntryKey(StateKind::kMap, KeyGroupOf(hash, max_parallelism()), key, {});
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro_, s.cf));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next())
+      fn(std::string_view(it->key().data() + prefix.size(), it->key().size() - prefix.size()),
+         std::string_view(it->value().data(), it->value().size()));
+    if (!it->status().ok()) Error(it->status());
+  }
+  void ForEachEntry(StateId id,
+                    const std::function<void(std::string_view, std::string_view, std::string_view)>& fn) override {
+    const S& s = states_[id];
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro_, s.cf));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      uint32_t kg;
+      std::string_view key, uk;
+      if (DecodeEntryKey(s.desc.kind, std::string_view(it->key().data(), it->key().size()), &kg, &key, &uk))
+        fn(key, uk, std::string_view(it->value().data(), it->value().size()));
+    }
+    if (!it->status().ok()) Error(it->status());
+  }
+  Status Snapshot(std::unique_ptr<StateDelta>* out) override {
+    auto delta = std::make_unique<StateDelta>();
+    CAIRN_RETURN_IF_ERROR(store_->Stage(&delta->staged_dir));
+    *out = std::move(delta);
+    return Status::OK();
+  }
+  size_t size() const override {
+    uint64_t total = 0, n = 0;
+    if (db_->GetIntProperty(db_->DefaultColumnFamily(), "rocksdb.estimate-num-keys", &n)) total += n;
+    for (const auto& [name, h] : store_->families_)
+      if (db_->GetIntProperty(h, "rocksdb.estimate-num-keys", &n)) total += n;
+    return total;
+  }
+
+ private:
+  struct S {
+    StateDescriptor desc;
+    rocksdb::ColumnFamilyHandle* cf;
+  };
+  static Status Mismatch(const StateDescriptor& have, const StateDescriptor& want) {
+    return Status::InvalidArgument("keyed state '" + want.name + "' is a " + StateKindName(have.kind) + " state of " +
+                                   have.type + ", not a " + StateKindName(want.kind) + " state of " + want.type);
+  }
+  void Error(const rocksdb::Status& st) { RecordError(FromRocks(st, "keyed state", store_->dir_)); }
+
+  RocksDbStateStore* const store_;
+  rocksdb::DB* const db_;
+  std::vector<S> states_;
+  rocksdb::ReadOptions ro_;
+  rocksdb::WriteOptions wo_;
+  std::string key_;
+};
+
+std::unique_ptr<KeyedStateBackend> RocksDbStateStore::NewKeyedBackend(uint32_t max_parallelism, KeyGroupRange range) {
+  return std::make_unique<KeyedView>(this, max_parallelism, range);
+}
+
+// ---- Restore and read.
 
 Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
                                   KeyedInt64State* state, std::unique_ptr<RocksDbStateStore>* out) {
+  return Restore(snapshots, work_dir, StateBackendOptions{}, state->range(), state, nullptr, out);
+}
+
+Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
+                                  const StateBackendOptions& options, KeyGroupRange range, KeyedInt64State* state,
+                                  HeapKeyedStateBackend* named, std::unique_ptr<RocksDbStateStore>* out) {
   for (const KeyedSnapshotHandle& h : snapshots) CAIRN_RETURN_IF_ERROR(CheckSnapshotExists(h.dir));
   CAIRN_RETURN_IF_ERROR(CheckAbsent(work_dir));
-  const KeyGroupRange range = state->range();
 
   // Leaves no half-built database behind on failure.
   std::unique_ptr<RocksDbStateStore> store;
@@ -254,21 +694,34 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
   if (snapshots.size() == 1 && snapshots[0].key_groups == range) {
     // Fast path: same key groups, so the snapshot's files become the working database.
     const std::string& snap = snapshots[0].dir;
+    std::vector<SharedFileRef> refs;
+    bool incremental = false;
+    CAIRN_RETURN_IF_ERROR(ReadSharedList(snap, &refs, &incremental));
     CAIRN_RETURN_IF_ERROR(CreateParentDirs(work_dir));
-    Status st = LinkSnapshotFiles(snap, work_dir);
+    Status st = incremental ? Materialize(snap, refs, work_dir) : LinkSnapshotFiles(snap, work_dir);
     if (!st.ok()) return fail(st);
-    rocksdb::DB* db = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(WorkDbOptions(), work_dir, &db);
+    auto db = std::make_unique<OpenedDb>();
+    rocksdb::Status s = OpenFamilies(WorkDbOptions(options), work_dir, /*read_only=*/false, db.get());
     if (!s.ok()) return fail(FromRocks(s, "cannot open restored keyed state database", work_dir));
-    store.reset(new RocksDbStateStore(work_dir, db));
-    st = LoadAll(db, snap, range, state);
+    st = LoadAll(db.get(), snap, range, state, named);
     if (!st.ok()) return fail(st);
+    // Hand the database over to the store.
+    store.reset(new RocksDbStateStore(work_dir, db->db, options));
+    for (size_t f = 1; f < db->handles.size(); ++f) store->families_.emplace(db->names[f], db->handles[f]);
+    if (!db->handles.empty()) db->db->DestroyColumnFamilyHandle(db->handles[0]);
+    db->handles.clear();
+    db->db = nullptr;
+    // Files this checkpoint already holds in our shared directory are referenced, not uploaded again.
+    if (!options.shared_dir.empty())
+      for (const SharedFileRef& r : refs)
+        if (r.path.compare(0, options.shared_dir.size() + 1, options.shared_dir + "/") == 0)
+          store->uploaded_.emplace(r.name, r.path);
     *out = std::move(store);
     return Status::OK();
   }
 
   // Rescale path: copy the entries of our key groups out of every overlapping snapshot.
-  Status st = Create(work_dir, &store);
+  Status st = Create(work_dir, options, &store);
   if (!st.ok()) return fail(st);
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
@@ -281,44 +734,71 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
     return Status::OK();
   };
   const std::string seek_key = EncodeKey(range.first, {});
+  const std::string temp_parent = fs::path(work_dir).parent_path().string();
   for (const KeyedSnapshotHandle& h : snapshots) {
     if (!h.key_groups.Overlaps(range)) continue;
-    std::unique_ptr<rocksdb::DB> snap_db;
-    st = OpenReadOnly(h.dir, &snap_db);
+    OpenedDb snap;
+    st = OpenSnapshot(h.dir, temp_parent, &snap);
     if (!st.ok()) return fail(st);
-    std::unique_ptr<rocksdb::Iterator> it(snap_db->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek(seek_key); it->Valid(); it->Next()) {
-      uint32_t kg;
-      std::string_view key;
-      int64_t value;
-      st = DecodeEntry(it->key(), it->value(), h.dir, &kg, &key, &value);
-      if (!st.ok()) return fail(st);
-      if (kg > range.last) break;
-      state->LoadEntry(key, value);
-      rocksdb::Status s = batch.Put(it->key(), it->value());
-      if (!s.ok()) return fail(FromRocks(s, "cannot build write batch for", work_dir));
-      if (batch.Count() >= kRestoreBatchEntries) {
-        st = write_batch();
+    for (size_t f = 0; f < snap.handles.size(); ++f) {
+      const bool is_default = f == 0;
+      rocksdb::ColumnFamilyHandle* target = store->db_->DefaultColumnFamily();
+      if (!is_default) {
+        StateDescriptor d;
+        if (!StateDescriptor::Decode(snap.names[f], &d))
+          return fail(Status::Corruption("keyed state snapshot " + h.dir + " holds an unknown state '" + snap.names[f] + "'"));
+        st = store->Family(snap.names[f], &target);
         if (!st.ok()) return fail(st);
       }
+      std::unique_ptr<rocksdb::Iterator> it(snap.db->NewIterator(rocksdb::ReadOptions(), snap.handles[f]));
+      for (it->Seek(seek_key); it->Valid(); it->Next()) {
+        uint32_t kg;
+        std::string_view key;
+        int64_t value = 0;
+        if (is_default) {
+          st = DecodeEntry(it->key(), it->value(), h.dir, &kg, &key, &value);
+          if (!st.ok()) return fail(st);
+        } else {
+          if (it->key().size() < kKeyGroupPrefixSize)
+            return fail(Status::Corruption("keyed state " + h.dir + ": malformed entry in " + snap.names[f]));
+          const auto* kp = reinterpret_cast<const unsigned char*>(it->key().data());
+          kg = (static_cast<uint32_t>(kp[0]) << 8) | kp[1];
+        }
+        if (kg > range.last) break;
+        if (is_default) {
+          if (state != nullptr) state->LoadEntry(key, value);
+        } else if (named != nullptr) {
+          st = named->LoadNamed(snap.names[f], std::string_view(it->key().data(), it->key().size()),
+                                std::string_view(it->value().data(), it->value().size()));
+          if (!st.ok()) return fail(st.WithContext("keyed state snapshot " + h.dir));
+        }
+        rocksdb::Status s = batch.Put(target, it->key(), it->value());
+        if (!s.ok()) return fail(FromRocks(s, "cannot build write batch for", work_dir));
+        if (batch.Count() >= kRestoreBatchEntries) {
+          st = write_batch();
+          if (!st.ok()) return fail(st);
+        }
+      }
+      if (!it->status().ok()) return fail(snap.Translate(FromRocks(it->status(), "cannot read keyed state snapshot", h.dir)));
     }
-    if (!it->status().ok()) return fail(FromRocks(it->status(), "cannot read keyed state snapshot", h.dir));
   }
   st = write_batch();
   if (!st.ok()) return fail(st);
   rocksdb::FlushOptions fo;
   fo.wait = true;
-  rocksdb::Status s = store->db_->Flush(fo);
+  std::vector<rocksdb::ColumnFamilyHandle*> all = {store->db_->DefaultColumnFamily()};
+  for (auto& [name, h] : store->families_) all.push_back(h);
+  rocksdb::Status s = store->db_->Flush(fo, all);
   if (!s.ok()) return fail(FromRocks(s, "cannot flush restored keyed state in", work_dir));
   *out = std::move(store);
   return Status::OK();
 }
 
-Status RocksDbStateStore::ReadSnapshot(
-    const std::string& dir, const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn) {
-  std::unique_ptr<rocksdb::DB> db;
-  CAIRN_RETURN_IF_ERROR(OpenReadOnly(dir, &db));
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+namespace {
+
+Status ReadDefaultEntries(OpenedDb& db, const std::string& dir,
+                          const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn) {
+  std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(rocksdb::ReadOptions(), db.handles[0]));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     uint32_t kg;
     std::string_view key;
@@ -328,6 +808,43 @@ Status RocksDbStateStore::ReadSnapshot(
   }
   if (!it->status().ok()) return FromRocks(it->status(), "cannot read keyed state snapshot", dir);
   return Status::OK();
+}
+
+Status ReadEveryState(OpenedDb& db, const std::string& dir, const StateEntryFn& fn) {
+  for (size_t f = 0; f < db.handles.size(); ++f) {
+    StateDescriptor d;
+    if (!FamilyDescriptor(db.names[f], &d))
+      return Status::Corruption("keyed state snapshot " + dir + " holds an unknown state '" + db.names[f] + "'");
+    std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(rocksdb::ReadOptions(), db.handles[f]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      StateEntry e{&d, 0, {}, {}, std::string_view(it->value().data(), it->value().size())};
+      if (f == 0) {
+        int64_t unused;
+        CAIRN_RETURN_IF_ERROR(DecodeEntry(it->key(), it->value(), dir, &e.key_group, &e.key, &unused));
+      } else if (!DecodeEntryKey(d.kind, std::string_view(it->key().data(), it->key().size()), &e.key_group, &e.key,
+                                 &e.user_key)) {
+        return Status::Corruption("keyed state " + dir + ": malformed entry in " + db.names[f]);
+      }
+      fn(e);
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "cannot read keyed state snapshot", dir);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RocksDbStateStore::ReadSnapshot(
+    const std::string& dir, const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn) {
+  OpenedDb db;
+  CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
+  return db.Translate(ReadDefaultEntries(db, dir, fn));
+}
+
+Status RocksDbStateStore::ReadStates(const std::string& dir, const StateEntryFn& fn) {
+  OpenedDb db;
+  CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
+  return db.Translate(ReadEveryState(db, dir, fn));
 }
 
 }  // namespace cairn

@@ -1,19 +1,26 @@
-// RocksDbStateStore is the RocksDB database that persists one subtask's keyed state, and the
-// source of that subtask's keyed-state checkpoints: the StateStore of the RocksDB backend
-// (NewRocksDbStateBackend in state/state_backend.h, which the rest of Cairn uses instead).
+// RocksDbStateStore is the RocksDB database that holds one subtask's keyed state, and the
+// source of that subtask's keyed-state checkpoints: the StateStore of both backends
+// (NewStateBackend in state/state_backend.h, which the rest of Cairn uses instead). The heap
+// backend writes each checkpoint's delta into it; the RocksDB backend reads and writes it
+// directly through NewKeyedBackend().
 //
-// Layout: one RocksDB instance per stateful subtask in a private working directory; key =
-// key group (2 bytes, big-endian, so max_parallelism <= 65536) + key bytes, value = int64
-// (8 bytes, little-endian). A checkpoint of it is a RocksDB checkpoint (hard links: SST files
-// unchanged since the last checkpoint are shared, not copied), which is itself an openable
-// database.
+// Layout: one RocksDB instance per stateful subtask in a private working directory. The
+// default state (ValueState<int64_t> "") is the default column family: key = key group (2
+// bytes, big-endian, so max_parallelism <= 65536) + key bytes, value = int64 (8 bytes,
+// little-endian). Each named state is a column family named StateDescriptor::Encode(), keys
+// EncodeEntryKey, values the Serializer's bytes. A checkpoint of it is either a whole RocksDB
+// checkpoint (hard links), itself an openable database, or, with options.shared_dir set, an
+// incremental one: the SST files go to shared_dir once and the checkpoint lists them
+// (state/shared_files.h); reading one links the files back into a temporary database.
 //
-// Contract: not thread-safe; the runtime calls PersistAndCheckpoint from one persister thread
-// per subtask, in checkpoint order. Restore never modifies the snapshot directories it reads.
+// Contract: PersistAndCheckpoint is called from one persister thread per subtask, in
+// checkpoint order; Stage and the RocksDB backend's reads and writes from the task thread
+// (RocksDB itself is thread-safe). Restore never modifies the snapshot directories it reads.
 // Every RocksDB error comes back as a Status naming the directory.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <string>
@@ -26,20 +33,34 @@
 
 namespace rocksdb {
 class DB;
+class ColumnFamilyHandle;
 }
 
 namespace cairn {
+
+class HeapKeyedStateBackend;
 
 class RocksDbStateStore : public StateStore {
  public:
   // Creates a fresh, empty database in `work_dir` (which must not exist yet).
   static Status Create(const std::string& work_dir, std::unique_ptr<RocksDbStateStore>* out);
+  static Status Create(const std::string& work_dir, const StateBackendOptions& options,
+                       std::unique_ptr<RocksDbStateStore>* out);
   ~RocksDbStateStore() override;
 
-  // Writes `delta` in one WriteBatch (no WAL), flushes, and creates a RocksDB checkpoint at
-  // `checkpoint_dir` (which must not exist; missing parents are created). *bytes: size of the
-  // checkpoint's files.
+  // Writes `delta` in one WriteBatch (no WAL), flushes, and creates a checkpoint at
+  // `checkpoint_dir` (which must not exist; missing parents are created): from delta.staged_dir
+  // when the RocksDB backend staged one, else a new RocksDB checkpoint. *bytes: size of the
+  // checkpoint's own files plus the shared files it uploaded (not those it references again).
   Status PersistAndCheckpoint(const StateDelta& delta, const std::string& checkpoint_dir, uint64_t* bytes) override;
+
+  // The RocksDB backend's synchronous snapshot: a RocksDB checkpoint (flush, then hard links)
+  // of the working database into a new directory next to it, *dir.
+  Status Stage(std::string* dir);
+
+  // The RocksDB backend: the operator's view of this database (reads and writes go to it).
+  // The store must outlive it.
+  std::unique_ptr<KeyedStateBackend> NewKeyedBackend(uint32_t max_parallelism, KeyGroupRange range);
 
   // Fills `state` with every entry of `snapshots` whose key group lies in state->range(), and
   // makes this (fresh) database hold exactly those entries. When there is exactly one snapshot
@@ -49,15 +70,33 @@ class RocksDbStateStore : public StateStore {
   // of the entries (the caller discards it).
   static Status Restore(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
                         KeyedInt64State* state, std::unique_ptr<RocksDbStateStore>* out);
+  // The same for every state, with `options`, for the key groups `range`: the default state
+  // goes into `state` and the named states into `named` when they are non-null (the heap
+  // backend), or only into the database (the RocksDB backend).
+  static Status Restore(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
+                        const StateBackendOptions& options, KeyGroupRange range, KeyedInt64State* state,
+                        HeapKeyedStateBackend* named, std::unique_ptr<RocksDbStateStore>* out);
 
-  // Reads every entry of a stored snapshot (for `cairn state dump` and tests).
+  // Reads every entry of the default state of a stored snapshot (for `cairn state dump` and tests).
   static Status ReadSnapshot(const std::string& dir,
                              const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn);
+  // Reads every entry of every state of a stored snapshot.
+  static Status ReadStates(const std::string& dir, const StateEntryFn& fn);
 
  private:
-  RocksDbStateStore(std::string dir, rocksdb::DB* db) : dir_(std::move(dir)), db_(db) {}
+  class KeyedView;
+  RocksDbStateStore(std::string dir, rocksdb::DB* db, StateBackendOptions options);
+  // The column family of `state` (a StateDescriptor encoding), created when missing.
+  Status Family(const std::string& state, rocksdb::ColumnFamilyHandle** out);
+  Status Upload(const std::string& staged, const std::string& checkpoint_dir, uint64_t* bytes);
+
   const std::string dir_;
   rocksdb::DB* db_;
+  const StateBackendOptions options_;
+  std::map<std::string, rocksdb::ColumnFamilyHandle*> families_;  // named states; not the default
+  std::map<std::string, std::string> uploaded_;  // SST name in dir_ -> its path in shared_dir
+  std::string token_;                            // prefix of this database's shared file names
+  uint64_t staged_ = 0;                          // Stage() calls so far
 };
 
 }  // namespace cairn

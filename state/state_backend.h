@@ -1,16 +1,23 @@
 // A StateBackend keeps the keyed state of a job's keyed operator subtasks and checkpoints it:
-// for each subtask it makes the in-memory state the operator reads and writes (the heap
-// backend, KeyedInt64State in state/keyed_state.h) and a StateStore that persists the deltas of
-// that state and makes checkpoints of it; it restores a subtask's key groups from the
-// checkpoints of earlier subtasks, and reads a stored checkpoint back.
+// for each subtask it makes the state the operator reads and writes (a KeyedStateBackend,
+// state/keyed_state_api.h: named value, map and list states; with the heap backend also the
+// KeyedInt64State behind the default state) and a StateStore that persists it and makes
+// checkpoints of it; it restores a subtask's key groups from the checkpoints of earlier
+// subtasks, and reads a stored checkpoint back.
+//
+// Two backends (`state.backend`, docs/state.md): `heap` keeps every state in memory and writes
+// the changed entries of each checkpoint to a per-subtask RocksDB in the asynchronous part;
+// `rocksdb` reads and writes the per-subtask RocksDB directly (state larger than memory), and its
+// synchronous part is a local RocksDB checkpoint. Both store the same checkpoint format (a
+// RocksDB database: the default state in the default column family, each named state in a
+// column family named by its StateDescriptor), so either restores the other's checkpoints.
 //
 // Contract: a StateBackend holds no state of its own and its calls are thread-safe, so the
 // runtime restores every subtask in parallel through one backend. A subtask's KeyedInt64State
 // is used by its task thread only (its TakeDelta() is the synchronous part of a snapshot); its
 // StateStore by one persister thread at a time, in checkpoint order (the asynchronous part).
 // Restores and reads never modify the snapshots they read. Every error is a Status naming the
-// directory involved. The RocksDB backend (NewRocksDbStateBackend) is the one backend for now;
-// the runtime, the checkpoint layer and the CLI name only this interface.
+// directory involved. The runtime, the checkpoint layer and the CLI name only this interface.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +30,32 @@
 #include "engine/base/key_groups.h"
 #include "engine/base/status.h"
 #include "state/keyed_state.h"
+#include "state/keyed_state_api.h"
 
 namespace cairn {
+
+// The `state:` section of a job (docs/configuration.md).
+struct StateBackendOptions {
+  enum class Kind { kHeap, kRocksDb };
+  Kind kind = Kind::kHeap;
+  uint64_t block_cache = 64ull << 20;   // state.rocksdb.block_cache: the working RocksDB's LRU block cache
+  uint64_t write_buffer = 16ull << 20;  // state.rocksdb.write_buffer: its memtable size
+  // <checkpoint.dir>/shared: checkpoints are incremental (state/shared_files.h). Empty: every
+  // checkpoint is a whole RocksDB checkpoint (what tests of the store use).
+  std::string shared_dir;
+};
+
+// One entry of a stored snapshot, of any state. For the default state: name "", kind value,
+// type "int64". `value` is the stored bytes (Serializer<type>; a list's elements SplitList).
+struct StateEntry {
+  const StateDescriptor* state;
+  uint32_t key_group;
+  std::string_view key;
+  std::string_view user_key;  // map states only
+  std::string_view value;
+};
+using StateEntryFn = std::function<void(const StateEntry&)>;
+
 
 // Where a stored keyed-state snapshot is and which key groups it holds.
 struct KeyedSnapshotHandle {
@@ -47,6 +78,13 @@ class StateStore {
   // handed again, merged with the next one (StateDelta::Merge).
   virtual Status PersistAndCheckpoint(const StateDelta& delta, const std::string& checkpoint_dir,
                                       uint64_t* bytes) = 0;
+};
+
+// The keyed state of one subtask as deploy hands it to the operator and the task.
+struct KeyedSubtaskState {
+  std::unique_ptr<KeyedInt64State> int64;    // heap backend only: the default state
+  std::unique_ptr<StateStore> store;         // persists it
+  std::unique_ptr<KeyedStateBackend> keyed;  // every state; may point into int64 and store
 };
 
 class StateBackend {
@@ -72,10 +110,22 @@ class StateBackend {
   // dump`, and for a restore's pre-flight, so that a damaged snapshot fails before anything on
   // disk changes). A missing directory is NotFound, damage Corruption, both naming `dir`.
   virtual Status ReadSnapshot(const std::string& dir, const KeyedEntryFn& fn) const = 0;
+
+  // The state of a keyed subtask, every kind of state (what deploy uses). The defaults wrap
+  // CreateKeyedState / RestoreKeyedState in a HeapKeyedStateBackend (the default state only).
+  virtual Status CreateKeyed(const std::string& work_dir, uint32_t max_parallelism, KeyGroupRange key_groups,
+                             KeyedSubtaskState* out) const;
+  virtual Status RestoreKeyed(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
+                              uint32_t max_parallelism, KeyGroupRange key_groups, KeyedSubtaskState* out) const;
+  // Visits every entry of every state of the stored snapshot at `dir` (errors as ReadSnapshot).
+  // The default visits ReadSnapshot's entries as the default state.
+  virtual Status ReadStates(const std::string& dir, const StateEntryFn& fn) const;
 };
 
-// The RocksDB backend: KeyedInt64State in memory, one RocksDbStateStore per subtask
+// The backend `options` names. Both keep one RocksDbStateStore per subtask
 // (state/rocksdb_state_store.h and docs/state.md describe the bytes).
+std::unique_ptr<StateBackend> NewStateBackend(const StateBackendOptions& options);
+// The heap backend with default options and full (non-incremental) checkpoints.
 std::unique_ptr<StateBackend> NewRocksDbStateBackend();
 
 }  // namespace cairn

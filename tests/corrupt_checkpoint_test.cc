@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "state/shared_files.h"
 #include "tests/test_util.h"
 #include "tests/tree_snapshot.h"
 #include "tests/wordcount_check.h"
@@ -205,12 +206,22 @@ TEST(CorruptCheckpointTest, MissingKeyedStateDirectoryIsExitTwoNamingIt) {
 
 // RocksDB checks its own block checksums; the restore reads the keyed state through before it
 // takes the checkpoint directory, so damage there changes nothing either.
+// The first (by name) SST file the keyed snapshot `keyed_dir` lists in shared/.
+std::string FirstSharedFile(const std::string& keyed_dir) {
+  std::vector<SharedFileRef> refs;
+  bool incremental = false;
+  if (!ReadSharedList(keyed_dir, &refs, &incremental).ok() || !incremental) return "";
+  std::string first;
+  for (const auto& r : refs)
+    if (first.empty() || r.path < first) first = r.path;
+  return first;
+}
+
 TEST(CorruptCheckpointTest, BitFlippedKeyedStateFileIsExitTwoNamingTheFile) {
   CrashedRun run;
   ASSERT_TRUE(run.crashed());
-  std::string sst;
-  for (const auto& e : fs::directory_iterator(run.chk(4) + "/count-0/keyed"))
-    if (e.path().extension() == ".sst" && (sst.empty() || e.path().string() < sst)) sst = e.path().string();
+  // Its SST files are shared files (state/shared_files.h) that the checkpoint lists.
+  std::string sst = FirstSharedFile(run.chk(4) + "/count-0/keyed");
   ASSERT_FALSE(sst.empty());
   std::string bytes = ReadText(sst);
   WriteText(sst, FlipBit(bytes, bytes.size() / 3, 4));
@@ -221,9 +232,7 @@ TEST(CorruptCheckpointTest, BitFlippedKeyedStateFileIsExitTwoNamingTheFile) {
 TEST(CorruptCheckpointTest, MissingKeyedStateFileIsExitTwoNamingTheFile) {
   CrashedRun run;
   ASSERT_TRUE(run.crashed());
-  std::string sst;
-  for (const auto& e : fs::directory_iterator(run.chk(4) + "/count-1/keyed"))
-    if (e.path().extension() == ".sst" && (sst.empty() || e.path().string() < sst)) sst = e.path().string();
+  std::string sst = FirstSharedFile(run.chk(4) + "/count-1/keyed");
   ASSERT_FALSE(sst.empty());
   fs::remove(sst);
   fs::create_directories(run.chk(998));

@@ -30,13 +30,16 @@ struct CrashScenario {
 };
 
 // Hits per checkpoint of the word count (parallelism 2, chains source+tokenize and count+sink):
-// source.barrier_injected 2, task.sync_snapshot 4, persist.keyed 2, persist.operator_state 4
+// source.barrier_injected 2, task.sync_snapshot 4, persist.keyed 2, persist.shared_listed 2,
+// persist.operator_state 4
 // (sources and sinks), the metadata and commit points 1, sink.commit up to 2, retention.cleanup
-// 1 with retain=1. An n of 2-5 crashes within the first checkpoints of a run of a second.
+// 1 with retain=1, retention.shared about 2 with retain=1 (the files only the removed
+// checkpoint listed). An n of 2-5 crashes within the first checkpoints of a run of a second.
 const CrashScenario kScenarios[] = {
     {"source.barrier_injected", 3},
     {"task.sync_snapshot", 5},
     {"persist.keyed", 3},
+    {"persist.shared_listed", 3},
     {"persist.operator_state", 5},
     {"persist.channel_state", 1, true},
     {"metadata.before_commit", 3},
@@ -45,6 +48,7 @@ const CrashScenario kScenarios[] = {
     {"checkpoint.committed", 3},
     {"sink.commit", 3},
     {"retention.cleanup", 2, false, {"checkpoint.retain=1"}},
+    {"retention.shared", 2, false, {"checkpoint.retain=1"}},
     {"restore.midway", 1, false, {}, true},
 };
 

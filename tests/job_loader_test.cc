@@ -67,7 +67,17 @@ const std::vector<ErrorCase>& ErrorCases() {
 
       // Unknown and duplicate keys, at every level.
       {"UnknownTopKey", Edit("operators:", "jbo: x\noperators:"), {},
-       {"t.yaml:2:1: unknown key 'jbo' at top level (known keys: job, parallelism, max_parallelism, checkpoint, operators)"}},
+       {"t.yaml:2:1: unknown key 'jbo' at top level (known keys: job, parallelism, max_parallelism, checkpoint, state, operators)"}},
+      {"UnknownStateKey", Edit("operators:", "state:\n  backnd: heap\noperators:"), {},
+       {"t.yaml:3:3: unknown key 'backnd' in state (known keys: backend, rocksdb)"}},
+      {"BadStateBackend", Edit("operators:", "state:\n  backend: disk\noperators:"), {},
+       {"t.yaml:3:12: state.backend must be one of heap, rocksdb, got 'disk'"}},
+      {"BadBlockCache", Edit("operators:", "state:\n  rocksdb:\n    block_cache: 64XB\noperators:"), {},
+       {"t.yaml:4:18: state.rocksdb.block_cache must be a size in bytes"}},
+      {"SmallWriteBuffer", Edit("operators:", "state:\n  rocksdb:\n    write_buffer: 1KB\noperators:"), {},
+       {"t.yaml:4:19: state.rocksdb.write_buffer must be a size in bytes", "at least 65536"}},
+      {"UnknownStateRocksDbKey", Edit("operators:", "state:\n  rocksdb:\n    cache: 1MB\noperators:"), {},
+       {"t.yaml:4:5: unknown key 'cache' in state.rocksdb (known keys: block_cache, write_buffer)"}},
       {"UnknownCheckpointKey", Edit("operators:", "checkpoint:\n  interval: 1s\n  intervall: 2s\noperators:"), {},
        {"t.yaml:4:3: unknown key 'intervall' in checkpoint (known keys: interval, mode, dir, timeout, min_pause, "
         "max_concurrent, tolerable_failures, retain, aligned_timeout, history, max_feedback_backlog, "
@@ -216,7 +226,11 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"SetNoEquals", kBase, {"parallelism"}, {"--set parallelism: expected KEY=VALUE"}},
       {"SetUnknownTopKey", kBase, {"paralelism=2"},
        {"--set paralelism: unknown key 'paralelism' (known: job, parallelism, max_parallelism, checkpoint.<key>, "
-        "operators.<id>.<key>)"}},
+        "state.<key>, operators.<id>.<key>)"}},
+      {"SetBadStateBackend", kBase, {"state.backend=disk"}, {"--set state.backend: state.backend must be one of heap, rocksdb"}},
+      {"SetUnknownStateKey", kBase, {"state.rocksdb.cache=1MB"},
+       {"--set state.rocksdb.cache: unknown key 'cache' in state (known keys: backend, rocksdb.block_cache, "
+        "rocksdb.write_buffer)"}},
       {"SetUnknownCheckpointKey", kBase, {"checkpoint.intervall=1s"},
        {"--set checkpoint.intervall: unknown key 'intervall' in checkpoint (known keys: interval, mode, dir,"}},
       {"SetCheckpointWithoutKey", kBase, {"checkpoint=1s"}, {"--set checkpoint: expected checkpoint.<key>"}},
@@ -374,6 +388,9 @@ TEST(JobLoader, DefaultsFilled) {
   EXPECT_EQ(spec.checkpoint.timeout, Millis(600000));
   EXPECT_EQ(spec.checkpoint.retain, 3u);
   EXPECT_EQ(spec.checkpoint.max_concurrent, 1u);
+  EXPECT_EQ(spec.state.kind, StateBackendOptions::Kind::kHeap);
+  EXPECT_EQ(spec.state.block_cache, 64u << 20);
+  EXPECT_EQ(spec.state.write_buffer, 16u << 20);
 
   // Every declared parameter is present, so the getters never fail.
   const OperatorConfig& gen = spec.operators[0];
@@ -462,7 +479,13 @@ TEST(JobLoader, SetOnEveryKindOfPath) {
                                      "operators.src.rate=5",
                                      "operators.src.zipf=1.25",
                                      "operators.out.parallelism=4",
+                                     "state.backend=rocksdb",
+                                     "state.rocksdb.block_cache=1MB",
+                                     "state.rocksdb.write_buffer=128KB",
                                  });
+  EXPECT_EQ(spec.state.kind, StateBackendOptions::Kind::kRocksDb);  // state: was absent, --set made it
+  EXPECT_EQ(spec.state.block_cache, 1u << 20);
+  EXPECT_EQ(spec.state.write_buffer, 128u << 10);
   EXPECT_EQ(spec.name, "renamed");
   EXPECT_EQ(spec.max_parallelism, 64u);
   EXPECT_EQ(spec.parallelism, 4u);
@@ -501,6 +524,32 @@ TEST(JobLoader, SetAppliesBeforeValidation) {
   // The file alone is invalid (parallelism 0), the override repairs it.
   JobSpec spec = MustLoad(Edit("job: wc", "job: wc\nparallelism: 0"), {"parallelism=1"});
   EXPECT_EQ(spec.parallelism, 1u);
+}
+
+TEST(JobLoader, StateSectionFromFile) {
+  JobSpec spec = MustLoad(std::string("state:\n  backend: rocksdb\n  rocksdb:\n    block_cache: 3GB\n    write_buffer: 65536\n") + kBase);
+  EXPECT_EQ(spec.state.kind, StateBackendOptions::Kind::kRocksDb);
+  EXPECT_EQ(spec.state.block_cache, 3ull << 30);
+  EXPECT_EQ(spec.state.write_buffer, 65536u);
+  EXPECT_EQ(MustLoad(std::string("state:\n  backend: heap\n") + kBase).state.kind, StateBackendOptions::Kind::kHeap);
+}
+
+TEST(JobLoader, ParseBytes) {
+  uint64_t v = 0;
+  EXPECT_TRUE(ParseBytes("0", &v));
+  EXPECT_EQ(v, 0u);
+  EXPECT_TRUE(ParseBytes("512", &v));
+  EXPECT_EQ(v, 512u);
+  EXPECT_TRUE(ParseBytes("7B", &v));
+  EXPECT_EQ(v, 7u);
+  EXPECT_TRUE(ParseBytes("64KB", &v));
+  EXPECT_EQ(v, 64u << 10);
+  EXPECT_TRUE(ParseBytes("64MiB", &v));
+  EXPECT_EQ(v, 64u << 20);
+  EXPECT_TRUE(ParseBytes("2GB", &v));
+  EXPECT_EQ(v, 2ull << 30);
+  for (const char* bad : {"", "MB", "-1", "1.5MB", "1 MB", "1mb", "1TB", "99999999999999999999", "4294967297GB"})
+    EXPECT_FALSE(ParseBytes(bad, &v)) << bad;
 }
 
 TEST(JobLoader, ParseDuration) {
@@ -617,7 +666,8 @@ TEST(JobLoaderDocs, EveryKeyIsDocumented) {
                           "`checkpoint.interval`", "`checkpoint.mode`", "`checkpoint.dir`", "`checkpoint.timeout`",
                           "`checkpoint.min_pause`", "`checkpoint.max_concurrent`", "`checkpoint.tolerable_failures`",
                           "`checkpoint.retain`", "`checkpoint.aligned_timeout`", "`checkpoint.history`",
-                          "`checkpoint.max_feedback_backlog`", "`checkpoint.max_drain_checkpoints`", "`id`", "`type`", "`inputs`",
+                          "`checkpoint.max_feedback_backlog`", "`checkpoint.max_drain_checkpoints`", "`state`", "`state.backend`",
+                          "`state.rocksdb.block_cache`", "`state.rocksdb.write_buffer`", "`id`", "`type`", "`inputs`",
                           "`key_by`", "`--set"}) {
     EXPECT_NE(doc.find(std::string("### ") + key), std::string::npos) << key;
   }

@@ -25,6 +25,7 @@
 #include "engine/runtime/state_redistribution.h"
 #include "engine/runtime/task.h"
 #include "jobs/registry.h"
+#include "state/heap_keyed_state.h"
 #include "state/keyed_state.h"
 #include "tests/bank_check.h"
 #include "tests/test_util.h"
@@ -558,7 +559,9 @@ TEST(KeyGroupCheckTest, BankAccountsCreditForAnAccountItDoesNotOwnIsRefused) {
   KeyedInt64State state(kMaxP, KeyGroupRange::ForSubtask(0, kMaxP, 3));
   auto op = FindOperatorType("bank_accounts")->create(Config("bank_accounts", {{"accounts", "10"}}));
   OperatorContext ctx = Ctx(0, 3, std::nullopt);
+  HeapKeyedStateBackend keyed(&state);
   ctx.keyed_state = &state;
+  ctx.keyed = &keyed;
   ASSERT_TRUE(op->Open(ctx).ok());
   size_t owned = state.size();
   std::string foreign;

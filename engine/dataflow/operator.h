@@ -19,7 +19,9 @@
 // the operator in it). After a failure the operator is only closed. An error from SnapshotState
 // (or its async part) declines that checkpoint only (checkpoint.tolerable_failures) and the
 // task goes on: the operator must then still work, or keep failing.
-// Keyed operators find their state in ctx.keyed_state; the framework snapshots and restores it.
+// Keyed operators declare named states (ValueState, MapState, ListState, state/keyed_state_api.h)
+// in Open through ctx.keyed; the framework snapshots and restores them. ctx.keyed_state is the
+// heap backend's fast int64 table behind the default state (null with `state.backend: rocksdb`).
 // Capabilities that only some operators have are separate interfaces an operator may also
 // derive from (engine/dataflow/operator_capabilities.h).
 #pragma once
@@ -40,6 +42,7 @@
 namespace cairn {
 
 class KeyedInt64State;
+class KeyedStateBackend;
 
 struct OperatorContext {
   std::string operator_id;
@@ -50,7 +53,8 @@ struct OperatorContext {
   KeyGroupRange key_groups;                          // of this subtask
   std::vector<SchemaRef> input_schemas;              // what each input carries (sources: none)
   SchemaRef output_schema;                           // what it emits (null for sinks)
-  KeyedInt64State* keyed_state = nullptr;            // set for keyed operators only
+  KeyedStateBackend* keyed = nullptr;                // set for keyed operators only: every state kind
+  KeyedInt64State* keyed_state = nullptr;            // heap backend only: the default state's table
   std::optional<CheckpointId> restored_checkpoint;   // the checkpoint restored from, if any
   std::optional<std::string> restored_operator_state;  // this subtask's bytes from it, if any
 };

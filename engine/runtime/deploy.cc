@@ -97,18 +97,25 @@ Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const Rest
   for (KeyedRestore& kr : keyed)
     restorers.emplace_back([&kr, &restored, &backend, max_parallelism, to_restore] {
       ChainedOperator& c = *kr.op;
+      KeyedSubtaskState ks;
       kr.status = kr.snapshots.empty()
-                      ? backend.CreateKeyedState(kr.dir, max_parallelism, c.ctx.key_groups, &c.keyed_state,
-                                                 &c.keyed_store->store)
-                      : backend.RestoreKeyedState(kr.snapshots, kr.dir, max_parallelism, c.ctx.key_groups,
-                                                  &c.keyed_state, &c.keyed_store->store);
+                      ? backend.CreateKeyed(kr.dir, max_parallelism, c.ctx.key_groups, &ks)
+                      : backend.RestoreKeyed(kr.snapshots, kr.dir, max_parallelism, c.ctx.key_groups, &ks);
+      if (kr.status.ok()) {
+        c.keyed_state = std::move(ks.int64);
+        c.keyed_store->store = std::move(ks.store);
+        c.keyed_backend = std::move(ks.keyed);
+      }
       // One subtask's state restored, the others' still being read.
       if (!kr.snapshots.empty() && kr.status.ok() && restored.fetch_add(1) == 0 && to_restore > 1)
         CAIRN_CRASH_POINT("restore.midway");
     });
   for (auto& t : restorers) t.join();
   for (const KeyedRestore& kr : keyed) CAIRN_RETURN_IF_ERROR(kr.status);
-  for (KeyedRestore& kr : keyed) kr.op->ctx.keyed_state = kr.op->keyed_state.get();
+  for (KeyedRestore& kr : keyed) {
+    kr.op->ctx.keyed_state = kr.op->keyed_state.get();
+    kr.op->ctx.keyed = kr.op->keyed_backend.get();
+  }
 
   for (SubtaskChain& st : *subtasks)
     for (ChainedOperator& c : st.ops)

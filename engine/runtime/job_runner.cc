@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cinttypes>
+#include <filesystem>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -116,7 +117,11 @@ size_t KeyCount(const std::vector<Task*>& tasks) {
   size_t keys = 0;
   for (Task* t : tasks)
     for (auto& c : t->chain())
-      if (c.keyed_state != nullptr) keys += c.keyed_state->size();
+      if (c.keyed_backend != nullptr) {
+        keys += c.keyed_backend->size();
+      } else if (c.keyed_state != nullptr) {
+        keys += c.keyed_state->size();
+      }
   return keys;
 }
 
@@ -223,8 +228,10 @@ void CollectTopKeys(const std::vector<Task*>& tasks, RunSummary* summary) {
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   const auto start = Clock::now();
   const ExecutionPlan plan = ExecutionPlan::Build(spec);
-  const std::unique_ptr<StateBackend> backend = NewRocksDbStateBackend();
   const std::string& ckdir = spec.checkpoint.dir;
+  StateBackendOptions state_options = spec.state;
+  state_options.shared_dir = std::filesystem::path(SharedDir(ckdir)).lexically_normal().string();
+  const std::unique_ptr<StateBackend> backend = NewStateBackend(state_options);
   if (opt.fresh && !opt.restore.empty())
     return Status::InvalidArgument("--fresh starts over and --restore resumes: give one of them");
 

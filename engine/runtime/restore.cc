@@ -109,7 +109,7 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
       if (!IsDirectory(dir)) return Status::NotFound("checkpoint " + where + ": keyed state " + dir + " is missing");
       // Read it through once (RocksDB checks every block's checksum), so that damaged keyed
       // state fails here, before the job takes checkpoint.dir, rather than half-way through.
-      CAIRN_RETURN_IF_ERROR(backend.ReadSnapshot(dir, [](uint32_t, std::string_view, int64_t) {})
+      CAIRN_RETURN_IF_ERROR(backend.ReadStates(dir, [](const StateEntry&) {})
                                 .WithContext("checkpoint " + where));
       plan->keyed[h.operator_id].push_back(KeyedSnapshotHandle{dir, h.key_groups});
     }

@@ -188,6 +188,11 @@ bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
           "operator " + chain_[i].ctx.operator_id + "[" + std::to_string(chain_[i].ctx.subtask) + "]"));
       return false;
     }
+    if (chain_[i].keyed_backend != nullptr && !chain_[i].keyed_backend->foreign_key_error().ok()) {
+      Fail(chain_[i].keyed_backend->foreign_key_error().WithContext(
+          "operator " + chain_[i].ctx.operator_id + "[" + std::to_string(chain_[i].ctx.subtask) + "]"));
+      return false;
+    }
     cur = &buffers_[i];
   }
   if (!out_.has_outputs()) return true;
@@ -234,7 +239,13 @@ void Task::SnapshotChain(const Barrier& b, PersistJob* job) {
         job->sync_status = s.WithContext("operator " + c.ctx.operator_id + "[" + std::to_string(c.ctx.subtask) + "]");
       }
     }
-    if (c.keyed_state != nullptr) {
+    if (c.keyed_backend != nullptr) {
+      // Always, even when the checkpoint is declined: the changes must reach RocksDB.
+      Status s = c.keyed_backend->Snapshot(&part.delta);
+      if (!s.ok() && job->sync_status.ok())
+        job->sync_status = s.WithContext("operator " + c.ctx.operator_id + "[" + std::to_string(c.ctx.subtask) + "] keyed state");
+      part.keyed = c.keyed_store.get();
+    } else if (c.keyed_state != nullptr) {
       part.delta = c.keyed_state->TakeDelta();  // always: the changes must reach RocksDB
       part.keyed = c.keyed_store.get();
     }

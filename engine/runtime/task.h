@@ -45,9 +45,11 @@ class TaskListener {
 struct ChainedOperator {
   std::unique_ptr<Operator> op;
   OperatorContext ctx;
-  std::unique_ptr<KeyedInt64State> keyed_state;  // keyed operators only
+  std::unique_ptr<KeyedInt64State> keyed_state;  // keyed operators on the heap backend only
   const SkippedRecords* skipped = nullptr;        // set by the task when op is one (its count goes in the checkpoint)
   std::unique_ptr<KeyedStore> keyed_store;       // keyed operators only
+  // Keyed operators only; declared last, destroyed first (it may point into the two above).
+  std::unique_ptr<KeyedStateBackend> keyed_backend;
 };
 
 class Task : public BlockedHandler, public CheckpointParticipant {

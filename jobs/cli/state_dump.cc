@@ -7,9 +7,78 @@
 #include "engine/base/file_util.h"
 #include "state/checkpoint_layout.h"
 #include "state/checkpoint_store.h"
+#include "state/keyed_state_api.h"
 #include "state/state_backend.h"
 
 namespace cairn {
+
+namespace {
+
+// `bytes` as a value of Serializer type `type`: numbers and booleans as such, strings as
+// text (quoted for JSON), anything else (a user type, or bytes that do not decode) as hex.
+std::string FormatValue(std::string_view type, std::string_view bytes, bool json) {
+  if (type == Serializer<int64_t>::kName) {
+    int64_t v;
+    if (Serializer<int64_t>::Read(bytes, &v)) return std::to_string(v);
+  } else if (type == Serializer<double>::kName) {
+    double v;
+    if (Serializer<double>::Read(bytes, &v)) {
+      char b[32];
+      snprintf(b, sizeof b, "%.17g", v);
+      return b;
+    }
+  } else if (type == Serializer<bool>::kName) {
+    bool v;
+    if (Serializer<bool>::Read(bytes, &v)) return v ? "true" : "false";
+  } else if (type == Serializer<std::string>::kName) {
+    return json ? JsonQuote(bytes) : std::string(bytes);
+  }
+  std::string hex = "0x";
+  for (unsigned char c : bytes) {
+    char b[3];
+    snprintf(b, sizeof b, "%02x", c);
+    hex += b;
+  }
+  return json ? JsonQuote(hex) : hex;
+}
+
+// Prints one entry of a named state (the default state keeps its own lines, below).
+void PrintNamed(const std::string& prefix, const StateEntry& e, bool json, FILE* out) {
+  const StateDescriptor& d = *e.state;
+  const std::string kind = StateKindName(d.kind);
+  std::string vtype = d.type, uktype;
+  if (d.kind == StateKind::kMap) {
+    size_t comma = d.type.find(',');
+    uktype = d.type.substr(0, comma);
+    vtype = comma == std::string::npos ? "" : d.type.substr(comma + 1);
+  }
+  std::vector<std::string_view> elements;
+  if (d.kind == StateKind::kList && !SplitList(e.value, &elements)) elements = {e.value};
+  if (json) {
+    std::string line = prefix + ",\"state\":" + JsonQuote(d.name) + ",\"kind\":\"" + kind + "\",\"key\":" + JsonQuote(e.key);
+    if (d.kind == StateKind::kMap) line += ",\"user_key\":" + FormatValue(uktype, e.user_key, true);
+    if (d.kind == StateKind::kList) {
+      line += ",\"values\":[";
+      for (size_t i = 0; i < elements.size(); ++i) line += (i ? "," : "") + FormatValue(vtype, elements[i], true);
+      line += "]";
+    } else {
+      line += ",\"value\":" + FormatValue(vtype, e.value, true);
+    }
+    fprintf(out, "%s}\n", line.c_str());
+    return;
+  }
+  const std::string head = prefix + "\t" + kind + "\t" + d.name + "\t" + std::string(e.key);
+  if (d.kind == StateKind::kMap) {
+    fprintf(out, "%s\t%s\t%s\n", head.c_str(), FormatValue(uktype, e.user_key, false).c_str(),
+            FormatValue(vtype, e.value, false).c_str());
+  } else if (d.kind == StateKind::kList) {
+    for (std::string_view el : elements) fprintf(out, "%s\t%s\n", head.c_str(), FormatValue(vtype, el, false).c_str());
+  } else {
+    fprintf(out, "%s\t%s\n", head.c_str(), FormatValue(vtype, e.value, false).c_str());
+  }
+}
+
+}  // namespace
 
 std::string JsonQuote(std::string_view s) {
   std::string o = "\"";
@@ -31,7 +100,8 @@ std::string JsonQuote(std::string_view s) {
 Status DumpCheckpointState(const std::string& path, const std::string& op, bool json, FILE* out) {
   CompletedCheckpoint cp;
   CAIRN_RETURN_IF_ERROR(CheckpointStore::Resolve(path, &cp));
-  const std::unique_ptr<StateBackend> backend = NewRocksDbStateBackend();
+  // Either backend reads every checkpoint (they share the format).
+  const std::unique_ptr<StateBackend> backend = NewStateBackend(StateBackendOptions{});
   bool found = op.empty();
   for (const SubtaskStateHandle& h : cp.metadata.subtasks) {
     if (!op.empty() && h.operator_id != op) continue;
@@ -39,7 +109,11 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
     const std::string prefix = json ? "{\"operator\":" + JsonQuote(h.operator_id) + ",\"subtask\":" + std::to_string(h.subtask)
                                     : h.operator_id + "\t" + std::to_string(h.subtask);
     if (!h.keyed_dir.empty()) {
-      Status s = backend->ReadSnapshot(InCheckpoint(cp.path, h.keyed_dir), [&](uint32_t, std::string_view key, int64_t value) {
+      Status s = backend->ReadStates(InCheckpoint(cp.path, h.keyed_dir), [&](const StateEntry& e) {
+        if (e.state->name != kDefaultStateName) return PrintNamed(prefix, e, json, out);
+        std::string_view key = e.key;
+        int64_t value = 0;
+        if (!Serializer<int64_t>::Read(e.value, &value)) value = 0;  // ReadStates checked its size
         if (json) {
           fprintf(out, "%s,\"key\":%s,\"value\":%" PRId64 "}\n", prefix.c_str(), JsonQuote(key).c_str(), value);
         } else {

@@ -1,0 +1,575 @@
+// The keyed-state API (state/keyed_state_api.h) on both backends: every state kind, removal,
+// change tracking, snapshot and restore round trips, restore into the other backend, rescaling,
+// and the shared files of incremental checkpoints (state/shared_files.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/base/file_util.h"
+#include "state/checkpoint_layout.h"
+#include "state/heap_keyed_state.h"
+#include "state/keyed_state_api.h"
+#include "state/rocksdb_state_store.h"
+#include "state/shared_files.h"
+#include "state/state_backend.h"
+#include "tests/test_util.h"
+
+namespace cairn::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+constexpr uint32_t kMaxP = 128;
+const KeyGroupRange kAll{0, kMaxP - 1};
+using Kind = StateBackendOptions::Kind;
+
+std::string KindName(Kind k) { return k == Kind::kHeap ? "heap" : "rocksdb"; }
+
+// A point in 2D, with a user Serializer (how a job adds its own value type).
+struct Point {
+  int64_t x = 0, y = 0;
+  bool operator==(const Point& o) const { return x == o.x && y == o.y; }
+};
+
+}  // namespace
+}  // namespace cairn::testing
+
+namespace cairn {
+template <>
+struct Serializer<testing::Point> {
+  static constexpr const char* kName = "test.Point";
+  static void Write(const testing::Point& p, std::string* out) {
+    Serializer<int64_t>::Write(p.x, out);
+    Serializer<int64_t>::Write(p.y, out);
+  }
+  static bool Read(std::string_view s, testing::Point* p) {
+    return s.size() == 16 && Serializer<int64_t>::Read(s.substr(0, 8), &p->x) &&
+           Serializer<int64_t>::Read(s.substr(8), &p->y);
+  }
+};
+}  // namespace cairn
+
+namespace cairn::testing {
+namespace {
+
+// One subtask's state made through a backend, with the checkpoints it took.
+struct Subtask {
+  KeyedSubtaskState s;
+  KeyedStateBackend* keyed() { return s.keyed.get(); }
+  // Snapshot (synchronous part) and persist (asynchronous part) into `dir`.
+  void Checkpoint(const std::string& dir, uint64_t* bytes = nullptr) {
+    std::unique_ptr<StateDelta> delta;
+    ASSERT_TRUE(s.keyed->Snapshot(&delta).ok());
+    uint64_t b = 0;
+    Status st = s.store->PersistAndCheckpoint(*delta, dir, &b);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    if (bytes != nullptr) *bytes = b;
+  }
+};
+
+StateBackendOptions Options(Kind kind, const std::string& root) {
+  StateBackendOptions o;
+  o.kind = kind;
+  o.block_cache = 1 << 20;
+  o.write_buffer = 1 << 20;
+  if (!root.empty()) o.shared_dir = SharedDir(root);
+  return o;
+}
+
+void Create(Kind kind, const std::string& root, const std::string& work, KeyGroupRange range, Subtask* out) {
+  auto backend = NewStateBackend(Options(kind, root));
+  Status st = backend->CreateKeyed(work, kMaxP, range, &out->s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+void Restore(Kind kind, const std::string& root, const std::vector<KeyedSnapshotHandle>& snaps, const std::string& work,
+             KeyGroupRange range, Subtask* out) {
+  auto backend = NewStateBackend(Options(kind, root));
+  Status st = backend->RestoreKeyed(snaps, work, kMaxP, range, &out->s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+// Every entry of every state of a stored snapshot, as "state|key|user key" -> value bytes.
+std::map<std::string, std::string> ReadAll(const std::string& dir) {
+  std::map<std::string, std::string> all;
+  Status st = NewStateBackend(StateBackendOptions{})->ReadStates(dir, [&](const StateEntry& e) {
+    all[e.state->Encode() + "|" + std::string(e.key) + "|" + std::string(e.user_key)] = std::string(e.value);
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return all;
+}
+
+class KeyedStateApiTest : public ::testing::TestWithParam<Kind> {
+ protected:
+  void SetUp() override { Create(GetParam(), root(), dir_ / "work/op-0", kAll, &sub_); }
+  std::string root() const { return dir_ / "ck"; }
+  std::string chk(int id) const { return root() + "/chk-" + std::to_string(id) + "/op-0/keyed"; }
+
+  ScratchDir dir_;
+  Subtask sub_;
+};
+
+TEST_P(KeyedStateApiTest, ValueStatePutGetClear) {
+  ValueState<int64_t>* v;
+  ASSERT_TRUE(sub_.keyed()->GetValueState("v", &v).ok());
+  int64_t got = 0;
+  EXPECT_FALSE(v->Get("a", &got));
+  v->Put("a", 5);
+  v->Put("b", -7);
+  ASSERT_TRUE(v->Get("a", &got));
+  EXPECT_EQ(got, 5);
+  v->Put("a", 6);
+  ASSERT_TRUE(v->Get("a", &got));
+  EXPECT_EQ(got, 6);
+  v->Clear("a");
+  EXPECT_FALSE(v->Get("a", &got));
+  ASSERT_TRUE(v->Get("b", KeyHash("b"), &got));
+  EXPECT_EQ(got, -7);
+  // Declared again: the same state.
+  ValueState<int64_t>* again;
+  ASSERT_TRUE(sub_.keyed()->GetValueState("v", &again).ok());
+  EXPECT_EQ(again, v);
+}
+
+TEST_P(KeyedStateApiTest, EveryBuiltInAndAUserTypeRoundTrips) {
+  ValueState<double>* d;
+  ValueState<bool>* b;
+  ValueState<std::string>* s;
+  ValueState<Point>* p;
+  ASSERT_TRUE(sub_.keyed()->GetValueState("d", &d).ok());
+  ASSERT_TRUE(sub_.keyed()->GetValueState("b", &b).ok());
+  ASSERT_TRUE(sub_.keyed()->GetValueState("s", &s).ok());
+  ASSERT_TRUE(sub_.keyed()->GetValueState("p", &p).ok());
+  d->Put("k", 2.5);
+  b->Put("k", true);
+  s->Put("k", std::string("hi\0there", 8));
+  p->Put("k", Point{3, -4});
+  double dv = 0;
+  bool bv = false;
+  std::string sv;
+  Point pv;
+  ASSERT_TRUE(d->Get("k", &dv));
+  ASSERT_TRUE(b->Get("k", &bv));
+  ASSERT_TRUE(s->Get("k", &sv));
+  ASSERT_TRUE(p->Get("k", &pv));
+  EXPECT_EQ(dv, 2.5);
+  EXPECT_TRUE(bv);
+  EXPECT_EQ(sv, std::string("hi\0there", 8));
+  EXPECT_EQ(pv, (Point{3, -4}));
+}
+
+TEST_P(KeyedStateApiTest, MapStatePerKeyWithRemoveAndOrderedIteration) {
+  MapState<std::string, int64_t>* m;
+  ASSERT_TRUE(sub_.keyed()->GetMapState("m", &m).ok());
+  m->Put("alice", "x", 1);
+  m->Put("alice", "y", 2);
+  m->Put("alice", "w", 3);
+  m->Put("al", "ice", 9);  // a key that is a prefix of another must not see its entries
+  m->Put("bob", "x", 10);
+  int64_t v = 0;
+  ASSERT_TRUE(m->Get("alice", "y", &v));
+  EXPECT_EQ(v, 2);
+  EXPECT_TRUE(m->Contains("bob", "x"));
+  EXPECT_FALSE(m->Contains("bob", "y"));
+  m->Remove("alice", "y");
+  EXPECT_FALSE(m->Get("alice", "y", &v));
+  std::vector<std::pair<std::string, int64_t>> seen;
+  m->ForEach("alice", [&](const std::string& uk, const int64_t& uv) { seen.emplace_back(uk, uv); });
+  EXPECT_THAT(seen, ElementsAre(Pair("w", 3), Pair("x", 1)));
+  seen.clear();
+  m->ForEach("al", [&](const std::string& uk, const int64_t& uv) { seen.emplace_back(uk, uv); });
+  EXPECT_THAT(seen, ElementsAre(Pair("ice", 9)));
+  m->Clear("alice");
+  seen.clear();
+  m->ForEach("alice", [&](const std::string& uk, const int64_t& uv) { seen.emplace_back(uk, uv); });
+  EXPECT_TRUE(seen.empty());
+  EXPECT_TRUE(m->Contains("bob", "x"));
+}
+
+TEST_P(KeyedStateApiTest, ListStateAddGetUpdateClear) {
+  ListState<std::string>* l;
+  ASSERT_TRUE(sub_.keyed()->GetListState("l", &l).ok());
+  std::vector<std::string> got;
+  l->Get("k", &got);
+  EXPECT_TRUE(got.empty());
+  l->Add("k", "a");
+  l->Add("k", "");
+  l->Add("k", "c");
+  l->Get("k", &got);
+  EXPECT_THAT(got, ElementsAre("a", "", "c"));
+  l->Update("k", {"z"});
+  l->Get("k", &got);
+  EXPECT_THAT(got, ElementsAre("z"));
+  l->Clear("k");
+  l->Get("k", &got);
+  EXPECT_TRUE(got.empty());
+  l->Add("k", "again");
+  l->Get("k", &got);
+  EXPECT_THAT(got, ElementsAre("again"));
+}
+
+TEST_P(KeyedStateApiTest, SeveralNamedStatesSideBySideAndTheDefaultOne) {
+  ValueState<int64_t>* total;
+  MapState<std::string, double>* prices;
+  ValueState<int64_t>* def;
+  ASSERT_TRUE(sub_.keyed()->GetValueState("total", &total).ok());
+  ASSERT_TRUE(sub_.keyed()->GetMapState("prices", &prices).ok());
+  ASSERT_TRUE(sub_.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  total->Put("k", 1);
+  prices->Put("k", "eur", 1.5);
+  def->Put("k", 42);
+  int64_t t = 0, d = 0;
+  double p = 0;
+  ASSERT_TRUE(total->Get("k", &t));
+  ASSERT_TRUE(prices->Get("k", "eur", &p));
+  ASSERT_TRUE(def->Get("k", &d));
+  EXPECT_EQ(t, 1);
+  EXPECT_EQ(p, 1.5);
+  EXPECT_EQ(d, 42);
+  if (GetParam() == Kind::kHeap) {  // the default state is the fast table
+    int64_t fast = 0;
+    ASSERT_TRUE(sub_.s.int64->Get("k", &fast));
+    EXPECT_EQ(fast, 42);
+  }
+}
+
+TEST_P(KeyedStateApiTest, RedeclaringWithAnotherKindOrTypeIsRefused) {
+  ValueState<int64_t>* v;
+  ASSERT_TRUE(sub_.keyed()->GetValueState("x", &v).ok());
+  ValueState<double>* d;
+  Status s = sub_.keyed()->GetValueState("x", &d);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("'x' is a value state of int64, not a value state of double"));
+  ListState<int64_t>* l;
+  EXPECT_TRUE(sub_.keyed()->GetListState("x", &l).IsInvalidArgument());
+  MapState<std::string, std::string>* m;
+  EXPECT_TRUE(sub_.keyed()->GetMapState(kDefaultStateName, &m).IsInvalidArgument());
+}
+
+TEST_P(KeyedStateApiTest, AKeyOfAnotherSubtaskIsNeverStoredAndNamed) {
+  Subtask half;
+  Create(GetParam(), root(), dir_ / "work/half-0", KeyGroupRange::ForSubtask(0, kMaxP, 2), &half);
+  ValueState<int64_t>* v;
+  ASSERT_TRUE(half.keyed()->GetValueState("v", &v).ok());
+  std::string foreign;
+  for (int i = 0; foreign.empty(); ++i) {
+    std::string k = "k" + std::to_string(i);
+    if (!half.keyed()->range().Contains(KeyGroupOf(KeyHash(k), kMaxP))) foreign = k;
+  }
+  v->Put(foreign, 1);
+  int64_t got;
+  EXPECT_FALSE(v->Get(foreign, &got));
+  EXPECT_FALSE(half.keyed()->foreign_key_error().ok());
+  EXPECT_THAT(half.keyed()->foreign_key_error().message(), ::testing::HasSubstr(foreign));
+}
+
+TEST_P(KeyedStateApiTest, SnapshotRestoreRoundTripOfEveryKindOnBothBackends) {
+  ValueState<int64_t>* def;
+  ValueState<std::string>* v;
+  MapState<std::string, int64_t>* m;
+  ListState<int64_t>* l;
+  ASSERT_TRUE(sub_.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  ASSERT_TRUE(sub_.keyed()->GetValueState("v", &v).ok());
+  ASSERT_TRUE(sub_.keyed()->GetMapState("m", &m).ok());
+  ASSERT_TRUE(sub_.keyed()->GetListState("l", &l).ok());
+  for (int i = 0; i < 100; ++i) {
+    const std::string k = "key" + std::to_string(i);
+    def->Put(k, i);
+    v->Put(k, "v" + std::to_string(i));
+    m->Put(k, "a", i);
+    m->Put(k, "b", -i);
+    l->Add(k, i);
+    l->Add(k, i + 1);
+  }
+  sub_.Checkpoint(chk(1));
+  // Changes after the first checkpoint, removals included.
+  def->Clear("key0");
+  v->Clear("key1");
+  m->Remove("key2", "a");
+  l->Clear("key3");
+  def->Put("key4", 400);
+  sub_.Checkpoint(chk(2));
+  def->Put("key5", 999);  // after the last checkpoint: not in it
+
+  for (Kind into : {Kind::kHeap, Kind::kRocksDb}) {
+    SCOPED_TRACE("restored into " + KindName(into));
+    Subtask r;
+    Restore(into, root(), {{chk(2), kAll}}, dir_ / ("restored-" + KindName(into) + "/op-0"), kAll, &r);
+    ValueState<int64_t>* rdef;
+    ValueState<std::string>* rv;
+    MapState<std::string, int64_t>* rm;
+    ListState<int64_t>* rl;
+    ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rdef).ok());
+    ASSERT_TRUE(r.keyed()->GetValueState("v", &rv).ok());
+    ASSERT_TRUE(r.keyed()->GetMapState("m", &rm).ok());
+    ASSERT_TRUE(r.keyed()->GetListState("l", &rl).ok());
+    int64_t n = 0;
+    std::string s;
+    std::vector<int64_t> list;
+    EXPECT_FALSE(rdef->Get("key0", &n));
+    EXPECT_FALSE(rv->Get("key1", &s));
+    EXPECT_FALSE(rm->Contains("key2", "a"));
+    EXPECT_TRUE(rm->Contains("key2", "b"));
+    rl->Get("key3", &list);
+    EXPECT_TRUE(list.empty());
+    ASSERT_TRUE(rdef->Get("key4", &n));
+    EXPECT_EQ(n, 400);
+    ASSERT_TRUE(rdef->Get("key5", &n));
+    EXPECT_EQ(n, 5);
+    ASSERT_TRUE(rv->Get("key99", &s));
+    EXPECT_EQ(s, "v99");
+    ASSERT_TRUE(rm->Get("key50", "b", &n));
+    EXPECT_EQ(n, -50);
+    rl->Get("key60", &list);
+    EXPECT_THAT(list, ElementsAre(60, 61));
+    // A restored state declared with another type is refused.
+    ValueState<double>* wrong;
+    EXPECT_TRUE(r.keyed()->GetValueState("v", &wrong).IsInvalidArgument());
+    // The restored state keeps working, and checkpoints again.
+    rdef->Put("key0", 7);
+    r.Checkpoint(dir_ / ("again-" + KindName(into) + "/keyed"));
+    auto all = ReadAll(dir_ / ("again-" + KindName(into) + "/keyed"));
+    EXPECT_EQ(all.count("value/int64/|key0|"), 1u);
+  }
+}
+
+TEST_P(KeyedStateApiTest, TheHeapSnapshotHoldsOnlyWhatChangedIncludingRemovals) {
+  if (GetParam() != Kind::kHeap) GTEST_SKIP() << "the RocksDB backend's snapshot is a local RocksDB checkpoint";
+  ValueState<int64_t>* v;
+  MapState<std::string, int64_t>* m;
+  ASSERT_TRUE(sub_.keyed()->GetValueState("v", &v).ok());
+  ASSERT_TRUE(sub_.keyed()->GetMapState("m", &m).ok());
+  for (int i = 0; i < 10; ++i) v->Put("k" + std::to_string(i), i);
+  m->Put("a", "x", 1);
+  std::unique_ptr<StateDelta> d;
+  ASSERT_TRUE(sub_.keyed()->Snapshot(&d).ok());
+  EXPECT_EQ(d->named.size(), 11u);
+  ASSERT_TRUE(sub_.keyed()->Snapshot(&d).ok());
+  EXPECT_TRUE(d->empty());  // nothing changed since
+  v->Put("k3", 33);
+  v->Clear("k4");
+  m->Remove("a", "x");
+  v->Put("k5", 55);
+  v->Put("k5", 56);  // twice: once in the delta, with the later value
+  ASSERT_TRUE(sub_.keyed()->Snapshot(&d).ok());
+  std::map<std::string, std::pair<bool, std::string>> got;
+  for (const auto& e : d->named) {
+    uint32_t kg;
+    std::string_view key, uk;
+    StateDescriptor desc;
+    ASSERT_TRUE(StateDescriptor::Decode(e.state, &desc));
+    ASSERT_TRUE(DecodeEntryKey(desc.kind, e.key, &kg, &key, &uk));
+    got[desc.name + ":" + std::string(key) + ":" + std::string(uk)] = {e.deleted, e.value};
+  }
+  std::string v56;
+  Serializer<int64_t>::Write(56, &v56);
+  std::string v33;
+  Serializer<int64_t>::Write(33, &v33);
+  EXPECT_THAT(got, UnorderedElementsAre(Pair("v:k3:", Pair(false, v33)), Pair("v:k4:", Pair(true, "")),
+                                        Pair("m:a:x", Pair(true, "")), Pair("v:k5:", Pair(false, v56))));
+}
+
+TEST_P(KeyedStateApiTest, RescaleSplitsEveryStateByKeyGroup) {
+  // Two old subtasks of parallelism 2 write keys of their own; restored at 1 and at 3.
+  std::map<std::string, int64_t> expected;
+  std::vector<KeyedSnapshotHandle> snaps;
+  for (uint32_t i = 0; i < 2; ++i) {
+    const KeyGroupRange range = KeyGroupRange::ForSubtask(i, kMaxP, 2);
+    Subtask old;
+    Create(GetParam(), root(), dir_ / ("old/op-" + std::to_string(i)), range, &old);
+    ValueState<int64_t>* def;
+    MapState<std::string, int64_t>* m;
+    ASSERT_TRUE(old.keyed()->GetValueState(kDefaultStateName, &def).ok());
+    ASSERT_TRUE(old.keyed()->GetMapState("m", &m).ok());
+    for (int k = 0; k < 400; ++k) {
+      const std::string key = "w" + std::to_string(k);
+      if (!range.Contains(KeyGroupOf(KeyHash(key), kMaxP))) continue;
+      def->Put(key, k);
+      m->Put(key, "u", k * 2);
+      expected[key] = k;
+    }
+    const std::string dir = root() + "/chk-1/op-" + std::to_string(i) + "/keyed";
+    old.Checkpoint(dir);
+    snaps.push_back({dir, range});
+  }
+  ASSERT_EQ(expected.size(), 400u);
+  for (uint32_t p : {1u, 3u}) {
+    for (Kind into : {Kind::kHeap, Kind::kRocksDb}) {
+      SCOPED_TRACE("parallelism " + std::to_string(p) + " into " + KindName(into));
+      size_t seen = 0;
+      for (uint32_t j = 0; j < p; ++j) {
+        const KeyGroupRange range = KeyGroupRange::ForSubtask(j, kMaxP, p);
+        std::vector<KeyedSnapshotHandle> mine;
+        for (const auto& h : snaps)
+          if (h.key_groups.Overlaps(range)) mine.push_back(h);
+        Subtask r;
+        Restore(into, root(), mine, dir_ / ("p" + std::to_string(p) + KindName(into) + "/op-" + std::to_string(j)),
+                range, &r);
+        ValueState<int64_t>* def;
+        MapState<std::string, int64_t>* m;
+        ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &def).ok());
+        ASSERT_TRUE(r.keyed()->GetMapState("m", &m).ok());
+        for (const auto& [key, value] : expected) {
+          if (!range.Contains(KeyGroupOf(KeyHash(key), kMaxP))) continue;
+          int64_t n = -1;
+          ASSERT_TRUE(def->Get(key, &n)) << key;
+          EXPECT_EQ(n, value);
+          ASSERT_TRUE(m->Get(key, "u", &n)) << key;
+          EXPECT_EQ(n, value * 2);
+          ++seen;
+        }
+        // Exactly its own key groups: as many entries as owned keys (both states).
+        size_t owned = 0;
+        for (const auto& [key, value] : expected) owned += range.Contains(KeyGroupOf(KeyHash(key), kMaxP));
+        size_t stored = 0;
+        def->ForEach([&](std::string_view, const int64_t&) { ++stored; });
+        EXPECT_EQ(stored, owned);
+      }
+      EXPECT_EQ(seen, expected.size());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, KeyedStateApiTest, ::testing::Values(Kind::kHeap, Kind::kRocksDb),
+                         [](const ::testing::TestParamInfo<Kind>& info) { return KindName(info.param); });
+
+// ---- Incremental checkpoints and shared files.
+
+std::set<std::string> FilesBelow(const std::string& dir) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file()) out.insert(it->path().lexically_normal().string());
+  return out;
+}
+
+std::set<std::string> Referenced(const std::string& keyed_dir) {
+  std::vector<SharedFileRef> refs;
+  bool incremental = false;
+  EXPECT_TRUE(ReadSharedList(keyed_dir, &refs, &incremental).ok());
+  EXPECT_TRUE(incremental) << keyed_dir;
+  std::set<std::string> out;
+  for (const auto& r : refs) out.insert(r.path);
+  return out;
+}
+
+TEST(SharedFilesTest, UnchangedFilesAreReferencedNotUploadedAgain) {
+  for (Kind kind : {Kind::kHeap, Kind::kRocksDb}) {
+    SCOPED_TRACE(KindName(kind));
+    ScratchDir dir;
+    const std::string root = dir / "ck";
+    Subtask s;
+    Create(kind, root, root + "/_work/run-1/op-0", kAll, &s);
+    ValueState<std::string>* v;
+    ASSERT_TRUE(s.keyed()->GetValueState("v", &v).ok());
+    for (int i = 0; i < 20000; ++i) v->Put("key" + std::to_string(i), std::string(100, 'x'));
+    uint64_t first = 0, second = 0;
+    s.Checkpoint(root + "/chk-1/op-0/keyed", &first);
+    v->Put("key7", "changed");
+    s.Checkpoint(root + "/chk-2/op-0/keyed", &second);
+    const auto one = Referenced(root + "/chk-1/op-0/keyed");
+    const auto two = Referenced(root + "/chk-2/op-0/keyed");
+    ASSERT_FALSE(one.empty());
+    // Checkpoint 2 shares checkpoint 1's files and adds the one its change made.
+    for (const auto& f : one) EXPECT_EQ(two.count(f), 1u) << f;
+    EXPECT_GT(two.size(), one.size());
+    EXPECT_LT(second * 10, first) << "the second checkpoint uploaded more than its change";
+    for (const auto& f : two) EXPECT_TRUE(PathExists(f)) << f;
+    // No SST file inside the checkpoint directory itself.
+    for (const auto& f : FilesBelow(root + "/chk-2")) EXPECT_FALSE(f.size() > 4 && f.substr(f.size() - 4) == ".sst") << f;
+    auto all = ReadAll(root + "/chk-2/op-0/keyed");
+    EXPECT_EQ(all.size(), 20000u);
+    EXPECT_EQ(all.at("value/string/v|key7|"), "changed");
+  }
+}
+
+TEST(SharedFilesTest, CollectionKeepsEveryReferencedFileAndDeletesTheRest) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  const std::string shared = SharedDir(root);
+  ASSERT_TRUE(CreateDirs(shared + "/op-0").ok());
+  for (const char* f : {"a.sst", "b.sst", "c.sst", "stray.sst"}) WriteText(shared + "/op-0/" + f, f);
+  auto list = [&](int id, std::vector<std::string> names) {
+    const std::string keyed = root + "/chk-" + std::to_string(id) + "/op-0/keyed";
+    ASSERT_TRUE(CreateDirs(keyed).ok());
+    std::vector<SharedFileRef> refs;
+    for (const auto& n : names) refs.push_back({n, shared + "/op-0/" + n});
+    ASSERT_TRUE(WriteSharedList(keyed, refs).ok());
+  };
+  list(1, {"a.sst", "b.sst"});
+  list(2, {"b.sst", "c.sst"});
+  uint64_t deleted = 0;
+  ASSERT_TRUE(CollectSharedGarbage(root, &deleted).ok());
+  EXPECT_EQ(deleted, 1u);  // the stray one
+  EXPECT_EQ(FilesBelow(shared), (std::set<std::string>{shared + "/op-0/a.sst", shared + "/op-0/b.sst",
+                                                         shared + "/op-0/c.sst"}));
+  // Checkpoint 1 goes (retention): its own file goes, the one checkpoint 2 shares stays.
+  ASSERT_TRUE(RemoveAll(root + "/chk-1").ok());
+  ASSERT_TRUE(CollectSharedGarbage(root, &deleted).ok());
+  EXPECT_EQ(deleted, 1u);
+  EXPECT_EQ(FilesBelow(shared), (std::set<std::string>{shared + "/op-0/b.sst", shared + "/op-0/c.sst"}));
+  ASSERT_TRUE(RemoveAll(root + "/chk-2").ok());
+  ASSERT_TRUE(CollectSharedGarbage(root, &deleted).ok());
+  EXPECT_EQ(deleted, 2u);
+  EXPECT_TRUE(FilesBelow(shared).empty());
+}
+
+TEST(SharedFilesTest, ADamagedListKeepsEveryFile) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  const std::string shared = SharedDir(root);
+  ASSERT_TRUE(CreateDirs(shared + "/op-0").ok());
+  WriteText(shared + "/op-0/a.sst", "a");
+  ASSERT_TRUE(CreateDirs(root + "/chk-1/op-0/keyed").ok());
+  WriteText(root + "/chk-1/op-0/keyed/SHARED", "not a checksummed blob");
+  uint64_t deleted = 7;
+  ASSERT_TRUE(CollectSharedGarbage(root, &deleted).ok());
+  EXPECT_EQ(deleted, 0u);
+  EXPECT_TRUE(PathExists(shared + "/op-0/a.sst"));
+}
+
+TEST(SharedFilesTest, AfterOlderCheckpointsAreDeletedTheNewestStillRestores) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  Subtask s;
+  Create(Kind::kRocksDb, root, root + "/_work/run-1/op-0", kAll, &s);
+  ValueState<int64_t>* v;
+  ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &v).ok());
+  for (int c = 1; c <= 4; ++c) {
+    for (int i = 0; i < 1000; ++i) v->Put("k" + std::to_string(c * 1000 + i), c);
+    s.Checkpoint(root + "/chk-" + std::to_string(c) + "/op-0/keyed");
+  }
+  const auto newest = Referenced(root + "/chk-4/op-0/keyed");
+  const auto oldest = Referenced(root + "/chk-1/op-0/keyed");
+  // Retention keeps one: every file the newest references stays (some were uploaded by
+  // checkpoint 1), the others go.
+  for (int c = 1; c <= 3; ++c) ASSERT_TRUE(RemoveAll(root + "/chk-" + std::to_string(c)).ok());
+  ASSERT_TRUE(CollectSharedGarbage(root).ok());
+  EXPECT_EQ(FilesBelow(SharedDir(root)), newest);
+  size_t shared_with_oldest = 0;
+  for (const auto& f : oldest) shared_with_oldest += newest.count(f);
+  EXPECT_GT(shared_with_oldest, 0u) << "no file of checkpoint 1 is still referenced: nothing was shared";
+  auto all = ReadAll(root + "/chk-4/op-0/keyed");
+  EXPECT_EQ(all.size(), 4000u);
+  // A restore of it (both backends) works and the state checkpoints again.
+  for (Kind into : {Kind::kHeap, Kind::kRocksDb}) {
+    Subtask r;
+    Restore(into, root, {{root + "/chk-4/op-0/keyed", kAll}}, root + "/_work/run-2/op-" + KindName(into), kAll, &r);
+    ValueState<int64_t>* rv;
+    ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rv).ok());
+    int64_t n = 0;
+    ASSERT_TRUE(rv->Get("k1000", &n));
+    EXPECT_EQ(n, 1);
+  }
+}
+
+}  // namespace
+}  // namespace cairn::testing
