@@ -169,6 +169,22 @@ const BadInput kTable[] = {
     {"FlatMapIntoTakenField", "    inputs: [source]\n", "    inputs: [source]\n" + Big("map", "select: {w: word, n: \"length(word)\"}") +
      "  - id: pieces\n    type: flat_map\n    inputs: [big]\n    split: w\n    into: n\n", kRun,
      {}, {"{job}:21:11: operator 'pieces' (type flat_map) names its pieces 'n', but its input already has a field of that name"}},
+    // ---- aggregate: an operator `big` keyed by word after tokenize, its aggregates at line 17
+    {"AggregateUnknownFunction", "    inputs: [source]\n",
+     "    inputs: [source]\n" + Big("aggregate", "key_by: word\n    aggregates: {n: \"summ(word)\"}"), kRun, {},
+     {"{job}:17:21: operator 'big': aggregate 'n' (\"summ(word)\"): unknown function 'summ' (functions: count(*), count, sum, min, max, avg)"}},
+    {"AggregateUnknownField", "    inputs: [source]\n",
+     "    inputs: [source]\n" + Big("aggregate", "key_by: word\n    aggregates: {n: \"max(wrod)\"}"), kRun, {},
+     {"{job}:17:21: operator 'big': aggregate 'n' (\"max(wrod)\"): no field 'wrod' in the input (word string)"}},
+    {"AggregateSumOfAString", "    inputs: [source]\n",
+     "    inputs: [source]\n" + Big("aggregate", "key_by: word\n    aggregates: {n: \"sum(word)\"}"), kRun, {},
+     {"{job}:17:21: operator 'big': aggregate 'n' (\"sum(word)\"): sum needs an int64 or double field, and 'word' is string"}},
+    {"AggregateBadEmit", "    inputs: [source]\n",
+     "    inputs: [source]\n" + Big("aggregate", "key_by: word\n    emit: changes\n    aggregates: {n: \"count(*)\"}"), kRun, {},
+     {"{job}:17:11: parameter 'emit' of operator 'big' must be updates or final, got 'changes'"}},
+    {"AggregateWithoutAggregates", "    inputs: [source]\n",
+     "    inputs: [source]\n" + Big("aggregate", "key_by: word\n    aggregates: {}"), kRun, {},
+     {"{job}:17:17: operator 'big' has no aggregates"}},
     // ---- file formats (file_source, file_sink: docs/configuration.md, "Formats")
     {"SourceFormatUnknown", "    path: {in}\n  - id: tokenize",
      "    path: {in}\n    format: xml\n  - id: tokenize", kRun, {},

@@ -14,3 +14,4 @@
 #include "engine/dataflow/schema.h"
 #include "jobs/cli/cli.h"
 #include "jobs/registry.h"
+#include "state/keyed_state_api.h"

@@ -32,14 +32,16 @@ class WordStats final : public Operator {
   }
   Status Process(int, const RecordBatch& in, RecordBatch* out) override {
     for (size_t i = 0; i < in.size(); ++i) {
-      std::string_view w = in.key(i);
+      std::string_view w = in.GetString(i, 0);
       int64_t n = 0;
       if (!seen_->Get(w, &n)) n = 0;
       seen_->Put(w, ++n);
       history_->Add(w, n);
       marks_->Put(w, "last", n);
       if (n > 2) history_->Update(w, {n});  // keep the list short: the latest only
-      out->Add(w, n);
+      size_t r = out->AddRow();
+      out->SetString(r, 0, w);
+      out->SetInt64(r, 1, n);
     }
     return Status::OK();
   }
@@ -56,7 +58,7 @@ CAIRN_REGISTER_OPERATOR({
     .name = "word_stats",
     .role = OperatorRole::kTransform,
     .keyed = true,
-    .output = Schema{"word", "seen", ""},
+    .output_schema = FixedSchema({{"word", FieldType::kString}, {"seen", FieldType::kInt64}}),
     .doc = "Keyed by word: a value, a map and a list state (tests only).",
     .create = MakeOperator<WordStats>,
 });
