@@ -25,7 +25,7 @@ struct CrashScenario {
   const char* point;
   int n;                            // crash the n-th time the point is reached
   bool backpressure = false;        // jobs/wordcount-backpressure.yaml with unaligned checkpoints
-  std::vector<std::string> sets;    // extra --set overrides
+  std::vector<std::string> sets = {};  // extra --set overrides
   bool during_restore = false;      // crash at checkpoint.committed:3 first, then at the point while restoring
 };
 

@@ -639,6 +639,8 @@ std::string RenderOperatorReference() {
         case ParamType::kDouble: md << " REQUIRES: a finite number."; break;
         case ParamType::kDuration: md << " REQUIRES: a duration."; break;
         case ParamType::kBool: md << " REQUIRES: `true` or `false`."; break;
+        case ParamType::kMap:
+        case ParamType::kList: break;
       }
       md << "\n\n";
     }

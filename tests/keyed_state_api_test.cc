@@ -140,10 +140,10 @@ TEST_P(KeyedStateApiTest, ValueStatePutGetClear) {
 }
 
 TEST_P(KeyedStateApiTest, EveryBuiltInAndAUserTypeRoundTrips) {
-  ValueState<double>* d;
-  ValueState<bool>* b;
-  ValueState<std::string>* s;
-  ValueState<Point>* p;
+  ValueState<double>* d = nullptr;
+  ValueState<bool>* b = nullptr;
+  ValueState<std::string>* s = nullptr;
+  ValueState<Point>* p = nullptr;
   ASSERT_TRUE(sub_.keyed()->GetValueState("d", &d).ok());
   ASSERT_TRUE(sub_.keyed()->GetValueState("b", &b).ok());
   ASSERT_TRUE(sub_.keyed()->GetValueState("s", &s).ok());
