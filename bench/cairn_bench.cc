@@ -20,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ constexpr const char* kUsage =
     "                   [--data-dir DIR] [--cairn PATH] [--source-dir DIR] [--progress-interval DURATION]\n"
     "                   [--only NAME,NAME...] [--list] [--no-unaligned]\n"
     "       cairn-bench baseline INPUT (OUTPUT | --count-only)\n"
+    "       cairn-bench records [--reps N] [--events N] [--keys N] [--no-aggregate] [--cairn PATH] [--data-dir DIR]\n"
     "  --quick               a smoke test in under a minute: 1.7M words (~10 MB), 1 run per configuration\n"
     "  --reps N              runs per configuration (default 5; --quick: 1)\n"
     "  --words N             corpus size in words (default 17000000, ~102 MB; --quick: 1700000)\n"
@@ -57,7 +59,9 @@ constexpr const char* kUsage =
     "  --progress-interval D engine progress lines, for the plot (default 100ms)\n"
     "  --only NAMES          run only these configurations (see --list)\n"
     "  --no-unaligned        skip the backpressure run with checkpoint.mode=unaligned (run by default)\n"
-    "  baseline ...          run the single-threaded baseline once and print its result (used by the harness)\n";
+    "  baseline ...          run the single-threaded baseline once and print its result (used by the harness)\n"
+    "  records ...           jobs/clicks.yaml on heap and rocksdb (--events, default 2000000), and --keys (default\n"
+    "                        10000000) distinct keys through aggregate on rocksdb (docs/benchmarks.md)\n";
 
 struct Flags {
   bool quick = false;
@@ -542,9 +546,159 @@ std::string Plot(const BenchResults& r) {
   return ThroughputSvg("Cairn word count: throughput over time, checkpoints marked", sub, panels);
 }
 
+// --- cairn-bench records: the typed-record jobs of issue 11 ---------------------------------
+//
+// clicks: jobs/clicks.yaml (jsonl -> filter -> map -> aggregate -> jsonl) on generated click
+// events with checkpoints every second, on the heap and the rocksdb backend, interleaved; both
+// backends' committed outputs must be identical. aggregate-rocksdb: `keys` distinct words,
+// split by flat_map and counted by `aggregate` with state.backend rocksdb and a 64 MB block
+// cache per subtask: throughput, checkpoint durations and peak memory.
+
+// A digest of the clicks job's committed output (one update per line), and its line count.
+std::string SortedDigest(const std::string& dir, size_t* lines) {
+  std::vector<std::string> all, names;
+  if (ListDir(dir, &names).ok())
+    for (const std::string& n : names) {
+      if (n.empty() || n[0] == '.' || n[0] == '_') continue;
+      std::ifstream in(dir + "/" + n);
+      // The (user, n) of each update: which updates exist does not depend on the order in which
+      // the two source subtasks' records interleave, the other aggregates of an update do.
+      for (std::string line; std::getline(in, line);) {
+        size_t u = line.find("\"user\":"), c = line.find(",\"n\":");
+        all.push_back(u == std::string::npos || c == std::string::npos ? line
+                                                                        : line.substr(u, line.find(',', u) - u) +
+                                                                              line.substr(c, line.find(',', c + 1) - c));
+      }
+    }
+  std::sort(all.begin(), all.end());
+  *lines = all.size();
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string& l : all)
+    for (char c : l + "\n") h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return std::to_string(h);
+}
+
+uint64_t SinkRecords(const std::string& out) {
+  std::string line = LineAfter(out, "sink records");
+  return strtoull(line.c_str(), nullptr, 10);
+}
+
+int RecordsMain(const std::vector<std::string>& args) {
+  int reps = 3;
+  int64_t events = 2000000, keys = 10000000;
+  std::string cairn = Dirname(SelfPath()) + "/cairn", source_dir = CAIRN_SOURCE_DIR, data_dir;
+  bool skip_aggregate = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto next = [&](std::string* v) { return i + 1 < args.size() && (*v = args[++i], true); };
+    std::string v;
+    if (args[i] == "--reps" && next(&v)) reps = std::max(1, atoi(v.c_str()));
+    else if (args[i] == "--events" && next(&v)) events = std::max<int64_t>(1000, atoll(v.c_str()));
+    else if (args[i] == "--keys" && next(&v)) keys = std::max<int64_t>(1000, atoll(v.c_str()));
+    else if (args[i] == "--cairn" && next(&v)) cairn = v;
+    else if (args[i] == "--source-dir" && next(&v)) source_dir = v;
+    else if (args[i] == "--data-dir" && next(&v)) data_dir = v;
+    else if (args[i] == "--no-aggregate") skip_aggregate = true;
+    else return UsageError("records: unknown or incomplete argument '" + args[i] + "'");
+  }
+  if (data_dir.empty()) data_dir = Dirname(SelfPath()) + "/bench-data";
+  const std::string scratch = data_dir + "/records-scratch";
+  if (Status s = CreateDirs(scratch); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
+  const std::string clicks = data_dir + "/clicks-" + std::to_string(events) + ".jsonl";
+  if (!PathExists(clicks)) {
+    ChildResult g;
+    Status s = RunChild({cairn, "generate", "--format", "clicks", "--out", clicks, "--events", std::to_string(events)}, &g);
+    if (!s.ok() || !g.ok()) return fprintf(stderr, "cairn-bench: generating clicks failed\n"), 1;
+  }
+  ReadWholeFile(clicks);
+  printf("cairn-bench records: clicks, %" PRId64 " events, checkpoints every 1 s, %d runs per backend, interleaved\n",
+         events, reps);
+  std::map<std::string, std::vector<double>> rate, cpu, rss;
+  std::map<std::string, std::string> digest;
+  for (int rep = 0; rep < reps; ++rep) {
+    for (const std::string backend : rep % 2 == 0 ? std::vector<std::string>{"heap", "rocksdb"}
+                                                  : std::vector<std::string>{"rocksdb", "heap"}) {
+      const std::string dir = scratch + "/" + backend;
+      RemoveAll(dir).IgnoreError();
+      ChildResult c;
+      Status s = RunChild({cairn, "run", source_dir + "/jobs/clicks.yaml", "--set", "operators.clicks.path=" + clicks,
+                           "--set", "operators.sink.path=" + dir + "/out", "--set", "checkpoint.dir=" + dir + "/ck",
+                           "--set", "checkpoint.interval=1s", "--set", "state.backend=" + backend},
+                          &c, 1800);
+      if (!s.ok() || !c.ok()) {
+        fprintf(stderr, "cairn-bench: clicks on %s failed: %s\n", backend.c_str(), s.ok() ? c.Describe().c_str() : s.message().c_str());
+        return 1;
+      }
+      size_t lines = 0;
+      std::string d = SortedDigest(dir + "/out", &lines);
+      if (rep == 0) digest[backend] = d;
+      if (d != digest[backend] || lines != SinkRecords(c.out)) {
+        fprintf(stderr, "cairn-bench: clicks on %s: the output differs between runs or from the sink's count\n",
+                backend.c_str());
+        return 1;
+      }
+      rate[backend].push_back(static_cast<double>(events) / c.wall_seconds);
+      cpu[backend].push_back(c.user_seconds + c.sys_seconds);
+      rss[backend].push_back(static_cast<double>(c.max_rss_kb) / 1024.0);
+      fprintf(stderr, "cairn-bench: records rep %d %-8s %.3f s  %.2f M records/s\n", rep + 1, backend.c_str(),
+              c.wall_seconds, static_cast<double>(events) / c.wall_seconds / 1e6);
+    }
+  }
+  if (digest["heap"] != digest["rocksdb"]) {
+    fprintf(stderr, "cairn-bench: clicks: the heap and rocksdb backends committed different outputs\n");
+    return 1;
+  }
+  for (const std::string backend : {"heap", "rocksdb"}) {
+    Spread r = Spread::Of(rate[backend]), c = Spread::Of(cpu[backend]), m = Spread::Of(rss[backend]);
+    printf("  clicks, %-8s %.2f M records/s [%.2f-%.2f], CPU %.2f s, peak RSS %.0f MiB\n", backend.c_str(),
+           r.median / 1e6, r.min / 1e6, r.max / 1e6, c.median, m.median);
+  }
+  printf("  rocksdb / heap: %.2f (outputs identical)\n",
+         Spread::Of(rate["rocksdb"]).median / Spread::Of(rate["heap"]).median);
+  if (skip_aggregate) return 0;
+
+  std::string words;
+  if (Status s = EnsureDistinctWords(data_dir, keys, &words); !s.ok())
+    return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
+  ReadWholeFile(words);
+  const std::string dir = scratch + "/aggregate";
+  RemoveAll(dir).IgnoreError();
+  if (Status s = CreateDirs(dir); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
+  const std::string job = dir + "/job.yaml";
+  std::string yaml = "job: aggregate-rocksdb\nparallelism: 2\ncheckpoint:\n  interval: 10s\n  dir: " + dir +
+                     "/ck\n  retain: 1000\nstate:\n  backend: rocksdb\n  rocksdb: {block_cache: 64MB, write_buffer: 16MB}\n"
+                     "operators:\n  - {id: source, type: file_source, path: '" + words + "'}\n"
+                     "  - {id: words, type: flat_map, inputs: [source], split: line, into: word}\n"
+                     "  - {id: per_word, type: aggregate, inputs: [words], key_by: word, aggregates: {n: 'count(*)'}}\n"
+                     "  - {id: sink, type: discard_sink, inputs: [per_word]}\n";
+  if (Status s = WriteFileAtomically(job, yaml); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
+  ChildResult c;
+  Status s = RunChild({cairn, "run", job}, &c, 7200);
+  if (!s.ok() || !c.ok()) return fprintf(stderr, "cairn-bench: the aggregate job failed: %s\n", s.ok() ? c.Describe().c_str() : s.message().c_str()), 1;
+  if (SinkRecords(c.out) != static_cast<uint64_t>(keys))
+    return fprintf(stderr, "cairn-bench: the aggregate job emitted %" PRIu64 " records, not %" PRId64 "\n", SinkRecords(c.out), keys), 1;
+  std::vector<CheckpointRecord> cps;
+  if (Status cs = ReadCheckpoints(cairn, dir + "/ck", &cps); !cs.ok()) return fprintf(stderr, "cairn-bench: %s\n", cs.message().c_str()), 1;
+  std::vector<double> durations;
+  uint64_t bytes = 0;
+  for (const CheckpointRecord& k : cps) {
+    durations.push_back(static_cast<double>(k.duration_ms));
+    bytes = std::max(bytes, k.state_bytes);
+  }
+  Spread d = Spread::Of(durations);
+  printf("aggregate, %" PRId64 " keys, state.backend rocksdb, block_cache 64MB + write_buffer 16MB per subtask (2):\n", keys);
+  printf("  %.3f s, %.2f M records/s; %zu checkpoints, duration median %.0f ms [%.0f-%.0f], largest %.1f MB of new files\n",
+         c.wall_seconds, static_cast<double>(keys) / c.wall_seconds / 1e6, cps.size(), d.median, d.min, d.max,
+         static_cast<double>(bytes) / 1e6);
+  printf("  peak RSS %.0f MiB, CPU %.1f s\n", static_cast<double>(c.max_rss_kb) / 1024.0, c.user_seconds + c.sys_seconds);
+  RemoveAll(scratch).IgnoreError();  // scratch space: best effort
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "baseline")
     return BaselineMain(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc >= 2 && std::string(argv[1]) == "records")
+    return RecordsMain(std::vector<std::string>(argv + 2, argv + argc));
   Bench b;
   int rc = 0;
   if (!ParseFlags(argc, argv, &b.flags, &rc)) return rc;
