@@ -186,7 +186,7 @@ class FileSink final : public Operator {
     if (in.empty()) return Status::OK();
     // A new part file starts with the csv header.
     if (header_ && fd_ < 0 && buf_.empty()) AppendCsvHeader(*in.schema(), writer_.delimiter, &buf_);
-    for (size_t i = 0; i < in.size(); ++i) AppendRecord(writer_, in, i, &scratch_, &buf_);
+    AppendRecords(writer_, in, &scratch_, &buf_);
     if (buf_.size() >= kFlushBytes) return Flush();
     return Status::OK();
   }

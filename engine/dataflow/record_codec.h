@@ -81,7 +81,7 @@ void AppendJsonObject(const RecordBatch& b, size_t row, std::string* out);
 // trip), true/false, strings as they are, timestamps ISO-8601, null as the empty string.
 // Inline for the word count's sink: a string and an int64 per record.
 void AppendTextSlow(const RecordBatch& b, size_t row, size_t f, std::string* out);
-inline void AppendText(const RecordBatch& b, size_t row, size_t f, std::string* out) {
+inline __attribute__((always_inline)) void AppendText(const RecordBatch& b, size_t row, size_t f, std::string* out) {
   if (b.IsNull(row, f)) return;
   switch (b.type(f)) {
     case FieldType::kString:

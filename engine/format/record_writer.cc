@@ -32,6 +32,22 @@ void AppendRecord(const RecordWriterOptions& o, const RecordBatch& b, size_t row
   out->push_back('\n');
 }
 
+void AppendRecords(const RecordWriterOptions& o, const RecordBatch& b, std::string* scratch, std::string* out) {
+  const size_t rows = b.size(), fields = b.num_fields();
+  if (o.format != TextFormat::kLines) {
+    for (size_t i = 0; i < rows; ++i) AppendRecord(o, b, i, scratch, out);
+    return;
+  }
+  // lines: the fields as text joined by TAB (the word count's `word<TAB>count`), inlined.
+  for (size_t i = 0; i < rows; ++i) {
+    for (size_t f = 0; f < fields; ++f) {
+      if (f > 0) out->push_back('\t');
+      AppendText(b, i, f, out);
+    }
+    out->push_back('\n');
+  }
+}
+
 void AppendCsvHeader(const Schema& schema, char delimiter, std::string* out) {
   for (size_t f = 0; f < schema.size(); ++f) {
     if (f > 0) out->push_back(delimiter);

@@ -25,6 +25,8 @@ struct RecordWriterOptions {
 
 // Appends row `row` of `b` and its '\n'. `scratch` is working space.
 void AppendRecord(const RecordWriterOptions& o, const RecordBatch& b, size_t row, std::string* scratch, std::string* out);
+// The same for every row of `b`, in order (one call per batch: the sink's hot path).
+void AppendRecords(const RecordWriterOptions& o, const RecordBatch& b, std::string* scratch, std::string* out);
 
 // Appends a csv header record (the field names) and its '\n'.
 void AppendCsvHeader(const Schema& schema, char delimiter, std::string* out);
