@@ -15,6 +15,26 @@ std::function<Status(const OperatorConfig&, const std::vector<SchemaRef>&, Schem
   };
 }
 
+Status CommonInputSchema(const OperatorConfig& c, const std::vector<SchemaRef>& inputs, const std::string& why,
+                         SchemaRef* out) {
+  const SchemaRef* first = nullptr;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k] == nullptr) continue;
+    if (first == nullptr) {
+      first = &inputs[k];
+    } else if (inputs[k] != *first && *inputs[k] != **first) {
+      return Status::InvalidArgument(c.location + ": operator '" + c.id + "' (type " + c.type + ") " + why +
+                                     ", so its inputs must carry one schema; but '" + c.inputs[first - inputs.data()] +
+                                     "' emits " + (*first)->ToString() + " and '" + c.inputs[k] + "' emits " +
+                                     inputs[k]->ToString());
+    }
+  }
+  if (first == nullptr)
+    return Status::InvalidArgument(c.location + ": operator '" + c.id + "' has no input whose schema is known");
+  *out = *first;
+  return Status::OK();
+}
+
 const char* ParamTypeName(ParamType t) {
   switch (t) {
     case ParamType::kString: return "string";

@@ -89,6 +89,12 @@ struct OperatorType {
 std::function<Status(const OperatorConfig&, const std::vector<SchemaRef>&, SchemaRef*)> FixedSchema(
     std::vector<Field> fields);
 
+// For an output_schema rule that reads every input alike: the one schema all of `inputs` carry
+// (inputs not derived yet, null, are left out). InvalidArgument naming two inputs that differ
+// (`why`: what makes one schema necessary, e.g. "emits what it reads"), or none derived.
+Status CommonInputSchema(const OperatorConfig& c, const std::vector<SchemaRef>& inputs, const std::string& why,
+                         SchemaRef* out);
+
 // Every registered type, by name.
 const std::vector<OperatorType>& OperatorTypes();
 const OperatorType* FindOperatorType(std::string_view name);

@@ -300,19 +300,12 @@ Status AggregateSchema(const OperatorConfig& c, const std::vector<SchemaRef>& in
   if (emit != "updates" && emit != "final")
     return Status::InvalidArgument(c.Where("emit") + ": parameter 'emit' of operator '" + c.id +
                                    "' must be updates or final, got '" + emit + "'");
-  const SchemaRef* first = nullptr;
-  for (const SchemaRef& in : inputs) {
-    if (in == nullptr) continue;
-    if (first != nullptr && **first != *in)
-      return Status::InvalidArgument(c.location + ": operator '" + c.id + "' (type aggregate) needs one schema in " +
-                                     "all its inputs, not " + (*first)->ToString() + " and " + in->ToString());
-    if (first == nullptr) first = &in;
-  }
-  if (first == nullptr) return Status::InvalidArgument(c.location + ": operator '" + c.id + "' has no input schema");
+  SchemaRef in;
+  CAIRN_RETURN_IF_ERROR(CommonInputSchema(c, inputs, "aggregates the same fields of all its inputs", &in));
   std::vector<Aggregate> aggs;
-  CAIRN_RETURN_IF_ERROR(ParseAll(c, **first, &aggs));
+  CAIRN_RETURN_IF_ERROR(ParseAll(c, *in, &aggs));
   std::vector<Field> fields;
-  for (const std::string& k : c.key_by) fields.push_back((*first)->field(static_cast<size_t>((*first)->IndexOf(k))));
+  for (const std::string& k : c.key_by) fields.push_back(in->field(static_cast<size_t>(in->IndexOf(k))));
   for (const Aggregate& a : aggs) fields.push_back({a.name, a.out});
   return Schema::Make(std::move(fields), out);
 }

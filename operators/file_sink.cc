@@ -45,6 +45,7 @@
 #include "engine/dataflow/record_codec.h"
 #include "engine/format/record_writer.h"
 #include "jobs/registry.h"
+#include "operators/text_params.h"
 
 namespace cairn {
 namespace {
@@ -423,20 +424,7 @@ static Status FileSinkSchema(const OperatorConfig& c, const std::vector<SchemaRe
   *out = nullptr;
   const std::string what = "operator '" + c.id + "' (type file_sink)";
   TextFormat format;
-  if (!ParseTextFormat(c.GetString("format"), &format))
-    return Status::InvalidArgument(c.Where("format") + ": " + what + ": format must be one of lines, csv, jsonl, got '" +
-                                   c.GetString("format") + "'");
-  const std::string& delim = c.GetString("delimiter");
-  if (delim.size() != 1 || delim[0] == '"' || delim[0] == '\n' || delim[0] == '\r')
-    return Status::InvalidArgument(c.Where("delimiter") + ": " + what +
-                                   ": delimiter must be one character other than '\"', CR and LF, got '" + delim + "'");
-  if (format != TextFormat::kCsv) {
-    for (const char* p : {"header", "delimiter"})
-      if (c.places.count(p))
-        return Status::InvalidArgument(c.Where(p) + ": " + what + ": " + p + " is for format csv only, and format is " +
-                                       TextFormatName(format));
-  }
-  return Status::OK();
+  return CheckTextFormatParams(c, what, &format);
 }
 
 CAIRN_REGISTER_OPERATOR({

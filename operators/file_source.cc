@@ -31,6 +31,7 @@
 #include "engine/format/csv.h"
 #include "engine/format/record_parser.h"
 #include "jobs/registry.h"
+#include "operators/text_params.h"
 #include "operators/rate_limiter.h"
 
 namespace cairn {
@@ -487,23 +488,11 @@ static OperatorStateRule FileSourceStateRule() {
 static Status FileSourceSchema(const OperatorConfig& c, const std::vector<SchemaRef>&, SchemaRef* out) {
   const std::string what = "operator '" + c.id + "' (type file_source)";
   TextFormat format;
-  if (!ParseTextFormat(c.GetString("format"), &format))
-    return Status::InvalidArgument(c.Where("format") + ": " + what + ": format must be one of lines, csv, jsonl, got '" +
-                                   c.GetString("format") + "'");
+  CAIRN_RETURN_IF_ERROR(CheckTextFormatParams(c, what, &format));
   const std::string& on_error = c.GetString("on_error");
   if (on_error != "fail" && on_error != "skip")
     return Status::InvalidArgument(c.Where("on_error") + ": " + what + ": on_error must be fail or skip, got '" +
                                    on_error + "'");
-  const std::string& delim = c.GetString("delimiter");
-  if (delim.size() != 1 || delim[0] == '"' || delim[0] == '\n' || delim[0] == '\r')
-    return Status::InvalidArgument(c.Where("delimiter") + ": " + what +
-                                   ": delimiter must be one character other than '\"', CR and LF, got '" + delim + "'");
-  if (format != TextFormat::kCsv) {
-    for (const char* p : {"header", "delimiter"})
-      if (c.places.count(p))
-        return Status::InvalidArgument(c.Where(p) + ": " + what + ": " + p + " is for format csv only, and format is " +
-                                       TextFormatName(format));
-  }
   const std::vector<ParamEntry>& entries = c.GetEntries("schema");
   if (format == TextFormat::kLines) {
     if (c.places.count("on_error"))

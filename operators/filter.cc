@@ -51,22 +51,11 @@ class Filter final : public Operator {
 
 // What it reads (all inputs alike), once `where` type-checks against it.
 Status FilterSchema(const OperatorConfig& c, const std::vector<SchemaRef>& inputs, SchemaRef* out) {
-  const SchemaRef* first = nullptr;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    if (inputs[k] == nullptr) continue;
-    if (first == nullptr) {
-      first = &inputs[k];
-    } else if (*inputs[k] != **first) {
-      return Status::InvalidArgument(c.location + ": operator '" + c.id + "' (type filter) emits what it reads, so " +
-                                     "its inputs must carry one schema; but '" + c.inputs[0] + "' emits " +
-                                     (*first)->ToString() + " and '" + c.inputs[k] + "' emits " + inputs[k]->ToString());
-    }
-  }
-  if (first == nullptr)
-    return Status::InvalidArgument(c.location + ": operator '" + c.id + "' has no input whose schema is known");
+  SchemaRef in;
+  CAIRN_RETURN_IF_ERROR(CommonInputSchema(c, inputs, "emits what it reads", &in));
   std::unique_ptr<ExprProgram> p;
-  CAIRN_RETURN_IF_ERROR(CompileWhere(c, *first, &p));
-  *out = *first;
+  CAIRN_RETURN_IF_ERROR(CompileWhere(c, in, &p));
+  *out = in;
   return Status::OK();
 }
 

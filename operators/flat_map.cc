@@ -8,16 +8,10 @@
 #include <vector>
 
 #include "jobs/registry.h"
+#include "operators/text_params.h"
 
 namespace cairn {
 namespace {
-
-constexpr std::array<bool, 256> MakeSpaceTable() {
-  std::array<bool, 256> t{};
-  t[' '] = t['\t'] = t['\n'] = t['\r'] = t['\v'] = t['\f'] = true;
-  return t;
-}
-constexpr std::array<bool, 256> kIsSpace = MakeSpaceTable();
 
 class FlatMap final : public Operator {
  public:
@@ -46,9 +40,9 @@ class FlatMap final : public Operator {
         const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
         size_t n = s.size(), j = 0;
         while (j < n) {
-          while (j < n && kIsSpace[p[j]]) ++j;
+          while (j < n && kIsAsciiSpace[p[j]]) ++j;
           size_t start = j;
-          while (j < n && !kIsSpace[p[j]]) ++j;
+          while (j < n && !kIsAsciiSpace[p[j]]) ++j;
           if (j > start) emit(s.substr(start, j - start));
         }
       } else {

@@ -59,23 +59,11 @@ class Map final : public Operator {
 
 // The select entries in YAML order, each of its expression's type.
 Status MapSchema(const OperatorConfig& c, const std::vector<SchemaRef>& inputs, SchemaRef* out) {
-  const SchemaRef* first = nullptr;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    if (inputs[k] == nullptr) continue;
-    if (first == nullptr) {
-      first = &inputs[k];
-    } else if (*inputs[k] != **first) {
-      return Status::InvalidArgument(c.location + ": operator '" + c.id + "' (type map) evaluates one select over " +
-                                     "all its inputs, so they must carry one schema; but '" + c.inputs[0] +
-                                     "' emits " + (*first)->ToString() + " and '" + c.inputs[k] + "' emits " +
-                                     inputs[k]->ToString());
-    }
-  }
-  if (first == nullptr)
-    return Status::InvalidArgument(c.location + ": operator '" + c.id + "' has no input whose schema is known");
+  SchemaRef in;
+  CAIRN_RETURN_IF_ERROR(CommonInputSchema(c, inputs, "evaluates one select over all its inputs", &in));
   std::unique_ptr<ExprProgram> p;
   std::vector<Field> fields;
-  CAIRN_RETURN_IF_ERROR(CompileSelect(c, *first, &p, &fields));
+  CAIRN_RETURN_IF_ERROR(CompileSelect(c, in, &p, &fields));
   Status s = Schema::Make(std::move(fields), out);
   if (!s.ok()) return Status::InvalidArgument(c.Where("select") + ": operator '" + c.id + "': " + s.message());
   return Status::OK();

@@ -3,16 +3,10 @@
 #include <array>
 
 #include "jobs/registry.h"
+#include "operators/text_params.h"
 
 namespace cairn {
 namespace {
-
-constexpr std::array<bool, 256> MakeSpaceTable() {
-  std::array<bool, 256> t{};
-  t[' '] = t['\t'] = t['\n'] = t['\r'] = t['\v'] = t['\f'] = true;
-  return t;
-}
-constexpr std::array<bool, 256> kIsSpace = MakeSpaceTable();
 
 class Tokenize final : public Operator {
  public:
@@ -22,9 +16,9 @@ class Tokenize final : public Operator {
       const unsigned char* p = reinterpret_cast<const unsigned char*>(line.data());
       size_t n = line.size(), j = 0;
       while (j < n) {
-        while (j < n && kIsSpace[p[j]]) ++j;
+        while (j < n && kIsAsciiSpace[p[j]]) ++j;
         size_t start = j;
-        while (j < n && !kIsSpace[p[j]]) ++j;
+        while (j < n && !kIsAsciiSpace[p[j]]) ++j;
         if (j > start) out->SetString(out->AddRow(), 0, line.substr(start, j - start));
       }
     }
