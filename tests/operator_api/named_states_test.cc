@@ -11,6 +11,7 @@
 #include "jobs/cli/cli.h"
 #include "jobs/registry.h"
 #include "state/keyed_state_api.h"
+#include "tests/operator_api/in_process_cli.h"
 #include "tests/test_util.h"
 
 namespace cairn {
@@ -65,24 +66,8 @@ CAIRN_REGISTER_OPERATOR({
 
 namespace {
 
-struct CliResult {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-CliResult Cairn(std::vector<std::string> args) {
-  args.insert(args.begin(), "cairn");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  int rc = CairnMain(static_cast<int>(args.size()), argv.data());
-  fflush(stdout);
-  CliResult r{rc, ::testing::internal::GetCapturedStdout(), ::testing::internal::GetCapturedStderr()};
-  return r;
-}
+using testing::Cairn;
+using testing::CliResult;
 
 std::string Job(const testing::ScratchDir& dir, const std::string& input) {
   return "job: named-states\n"

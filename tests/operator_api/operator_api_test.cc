@@ -16,6 +16,7 @@
 
 #include "jobs/cli/cli.h"
 #include "jobs/registry.h"
+#include "tests/operator_api/in_process_cli.h"
 #include "tests/test_util.h"
 
 namespace cairn {
@@ -60,25 +61,8 @@ CAIRN_REGISTER_OPERATOR({
 
 namespace {
 
-struct CliResult {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-// `cairn args...`, in this process (so that it sees the operators registered here).
-CliResult Cairn(std::vector<std::string> args) {
-  args.insert(args.begin(), "cairn");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  int rc = CairnMain(static_cast<int>(args.size()), argv.data());
-  fflush(stdout);
-  CliResult r{rc, ::testing::internal::GetCapturedStdout(), ::testing::internal::GetCapturedStderr()};
-  return r;
-}
+using testing::Cairn;
+using testing::CliResult;
 
 // A job of two chains: file_source -> tokenize, then count -> operator `id` (of `type`, with
 // the YAML lines `params`) -> file_sink.
