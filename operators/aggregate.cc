@@ -2,8 +2,8 @@
 // far -- count(*), count(x), sum(x), min(x), max(x), avg(x) -- emitted as a changelog: with
 // `emit: updates` (the default) one record per input record, the key fields then the current
 // aggregates; with `emit: final`, one record per key when the input ends (bounded input).
-// The accumulators of a key are one ValueState<std::string> ("acc"), so state is one entry per
-// key on either backend.
+// The accumulators of a key are one ValueState<Accumulators> ("acc"), so state is one entry
+// per key on either backend; `cairn state dump` prints them as hex.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -15,6 +15,26 @@
 #include "state/keyed_state_api.h"
 
 namespace cairn {
+namespace {
+
+// The encoded accumulators of one key (AggregateOp::Encode), a type of its own so that the
+// checkpoint names it and `cairn state dump` shows bytes, not text.
+struct Accumulators {
+  std::string bytes;
+};
+
+}  // namespace
+
+template <>
+struct Serializer<Accumulators> {
+  static constexpr const char* kName = "cairn.aggregate.accumulators";
+  static void Write(const Accumulators& v, std::string* out) { out->append(v.bytes); }
+  static bool Read(std::string_view s, Accumulators* v) {
+    v->bytes.assign(s.data(), s.size());
+    return true;
+  }
+};
+
 namespace {
 
 enum class Fn { kCountStar, kCount, kSum, kMin, kMax, kAvg };
@@ -119,7 +139,7 @@ class AggregateOp final : public Operator {
     if (ctx.keyed == nullptr) return Status::Internal("aggregate " + ctx.operator_id + " has no keyed state");
     CAIRN_RETURN_IF_ERROR(ctx.keyed->GetValueState("acc", &acc_));
     // The same state at the byte level, to visit every key at the end (emit: final).
-    CAIRN_RETURN_IF_ERROR(ctx.keyed->Declare(StateDescriptor{StateKind::kValue, Serializer<std::string>::kName, "acc"},
+    CAIRN_RETURN_IF_ERROR(ctx.keyed->Declare(StateDescriptor{StateKind::kValue, Serializer<Accumulators>::kName, "acc"},
                                              &acc_id_));
     backend_ = ctx.keyed;
     output_ = ctx.output_schema;
@@ -137,12 +157,12 @@ class AggregateOp final : public Operator {
       std::string_view key = key_.Key(in, i, &scratch_);
       uint64_t hash = KeyHash(key);
       if (acc_->Get(key, hash, &bytes_)) {
-        if (!Decode(bytes_)) return Status::Corruption("aggregate " + config_.id + ": an accumulator does not decode");
+        if (!Decode(bytes_.bytes)) return Status::Corruption("aggregate " + config_.id + ": an accumulator does not decode");
       } else {
         for (Acc& a : accs_) a = Acc{};
       }
       for (size_t k = 0; k < aggs_.size(); ++k) Accumulate(aggs_[k], in, i, &accs_[k]);
-      Encode(&bytes_);
+      Encode(&bytes_.bytes);
       acc_->Put(key, hash, bytes_);
       if (!final_) Emit(in, i, out);
     }
@@ -286,13 +306,14 @@ class AggregateOp final : public Operator {
   const OperatorConfig config_;
   const bool final_;
   KeyedStateBackend* backend_ = nullptr;
-  ValueState<std::string>* acc_ = nullptr;
+  ValueState<Accumulators>* acc_ = nullptr;
   StateId acc_id_ = 0;
   SchemaRef output_, input_;
   KeySelector key_;
   std::vector<Aggregate> aggs_;
   std::vector<Acc> accs_;
-  std::string scratch_, bytes_;
+  std::string scratch_;
+  Accumulators bytes_;
 };
 
 Status AggregateSchema(const OperatorConfig& c, const std::vector<SchemaRef>& inputs, SchemaRef* out) {
