@@ -155,6 +155,32 @@ void AppendTimestamp(int64_t ms, std::string* out) {
   out->append(buf, static_cast<size_t>(n));
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence `s` starts with (2 to 4 bytes; no overlong
+// forms, surrogates or code points above U+10FFFF), or 0.
+size_t Utf8SequenceLength(std::string_view s) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  auto cont = [&](size_t i) { return i < s.size() && (byte(i) & 0xc0) == 0x80; };
+  unsigned char c = byte(0);
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xe0 && byte(1) < 0xa0) return 0;  // overlong
+    if (c == 0xed && byte(1) > 0x9f) return 0;  // surrogates
+    return 3;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xf0 && byte(1) < 0x90) return 0;  // overlong
+    if (c == 0xf4 && byte(1) > 0x8f) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
 void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
   for (size_t i = 0; i < s.size(); ++i) {
@@ -170,8 +196,15 @@ void AppendJsonString(std::string_view s, std::string* out) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out->append(buf);
-        } else {
+        } else if (c < 0x80) {
           out->push_back(static_cast<char>(c));
+        } else if (size_t n = Utf8SequenceLength(s.substr(i)); n > 0) {
+          out->append(s.data() + i, n);
+          i += n - 1;
+        } else {
+          char buf[8];  // not UTF-8: the byte as the code point of the same number
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out->append(buf);
         }
     }
   }

@@ -81,20 +81,9 @@ void PrintNamed(const std::string& prefix, const StateEntry& e, bool json, FILE*
 }  // namespace
 
 std::string JsonQuote(std::string_view s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
+  std::string o;
+  AppendJsonString(s, &o);
+  return o;
 }
 
 Status DumpCheckpointState(const std::string& path, const std::string& op, bool json, FILE* out) {

@@ -13,7 +13,8 @@ namespace cairn {
 // operator `op` when it is not empty. Reads the checkpoint and changes nothing.
 Status DumpCheckpointState(const std::string& path, const std::string& op, bool json, FILE* out);
 
-// A JSON string literal for bytes (control characters escaped; other bytes as they are).
+// A JSON string literal for bytes (AppendJsonString: escapes, and bytes that are not UTF-8 as
+// \u00XX), so that every line of `--json` output is valid JSON.
 std::string JsonQuote(std::string_view s);
 
 }  // namespace cairn
