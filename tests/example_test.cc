@@ -23,8 +23,10 @@ int Shell(const std::string& command, const std::string& log) {
   return std::system((command + " >>" + log + " 2>&1").c_str());
 }
 
+// Not in sanitizer builds (not even as a skipped test, so that ctest's summary ends the run):
+// their installed libraries need the sanitizer runtime to link.
+#if !CAIRN_SANITIZED
 TEST(ExampleTest, AnOutOfTreeOperatorBuiltAgainstTheInstalledApiRunsAJobThroughKillsExactlyOnce) {
-  if (CAIRN_SANITIZED) GTEST_SKIP() << "the installed libraries of a sanitizer build need its runtime to link";
   ScratchDir dir;
   const std::string log = dir / "build.log";
   const std::string prefix = dir / "prefix";
@@ -60,6 +62,7 @@ TEST(ExampleTest, AnOutOfTreeOperatorBuiltAgainstTheInstalledApiRunsAJobThroughK
   EXPECT_EQ(got.size(), expected.size()) << "every distinct word once";
   EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), expected);
 }
+#endif  // !CAIRN_SANITIZED
 
 }  // namespace
 }  // namespace cairn
