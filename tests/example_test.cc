@@ -45,7 +45,7 @@ TEST(ExampleTest, AnOutOfTreeOperatorBuiltAgainstTheInstalledApiRunsAJobThroughK
   std::set<std::string> expected;
   for (const auto& [word, n] : testing::ExpectedCounts(input)) expected.insert(word);
 
-  testing::KillPlan plan = testing::PacedKillPlan(2, dir / "ck", 100, {"operators.source.rate=1000"},
+  testing::KillPlan plan = testing::PacedKillPlan(2, dir / "ck", 100, {"operators.source.rate=100"},
                                                   {"operators.source.rate=0"});
   plan.binary = program;
   SCOPED_TRACE("kill plan seed " + std::to_string(plan.seed));

@@ -50,7 +50,7 @@ std::vector<std::string> Args(const std::string& job, const std::vector<std::str
 // Runs `job` paced and killed (SIGKILL, from a crash point) when checkpoint 3 commits, then
 // resumes it unpaced to the end.
 void RunKilledAndRestored(const std::string& job) {
-  RunResult crashed = RunCairn(Args(job, {"--set", "operators.source.rate=200"}), {"CAIRN_CRASH_AT=checkpoint.committed:3"});
+  RunResult crashed = RunCairn(Args(job, {"--set", "operators.source.rate=20"}), {"CAIRN_CRASH_AT=checkpoint.committed:3"});
   ASSERT_EQ(crashed.signal, SIGKILL) << crashed.err;
   RunResult run = RunCairn(Args(job, {"--restore", "latest"}));
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -182,7 +182,7 @@ TEST(FormatJobTest, SkippedRecordsAreCountedInTheSummaryAlsoAfterAKillAndRestore
   WriteText(dir / "in", JsonlWithBadLines(&bad));
   const std::string job = dir / "job.yaml";
   WriteText(job, Job(dir.path(), "    format: jsonl\n    schema: {n: int64}\n    on_error: skip\n", ""));
-  RunResult crashed = RunCairn({"run", job, "--set", "operators.source.rate=200"}, {"CAIRN_CRASH_AT=checkpoint.committed:3"});
+  RunResult crashed = RunCairn({"run", job, "--set", "operators.source.rate=20"}, {"CAIRN_CRASH_AT=checkpoint.committed:3"});
   ASSERT_EQ(crashed.signal, SIGKILL) << crashed.err;
   RunResult run = RunCairn({"run", job, "--restore", "latest"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
