@@ -140,14 +140,16 @@ void KeyedInt64State::PrefetchKey(uint64_t hash) const {
   if (s.used) __builtin_prefetch(s.key);
 }
 
-void KeyedInt64State::RecordForeignKey(std::string_view key, uint64_t hash) const {
-  if (!foreign_key_error_.ok()) return;
+Status ForeignKeyError(std::string_view key, uint64_t hash, uint32_t max_parallelism, const KeyGroupRange& range) {
   std::string shown(key.substr(0, 64));
   if (key.size() > 64) shown += "...";
-  foreign_key_error_ = Status::Internal("key '" + shown + "' of key group " +
-                                        std::to_string(KeyGroupOf(hash, max_parallelism_)) +
-                                        " reached the keyed state of a subtask that owns key groups " + range_.ToString() +
-                                        " only: a record was delivered to the wrong subtask");
+  return Status::Internal("key '" + shown + "' of key group " + std::to_string(KeyGroupOf(hash, max_parallelism)) +
+                          " reached the keyed state of a subtask that owns key groups " + range.ToString() +
+                          " only: a record was delivered to the wrong subtask");
+}
+
+void KeyedInt64State::RecordForeignKey(std::string_view key, uint64_t hash) const {
+  if (foreign_key_error_.ok()) foreign_key_error_ = ForeignKeyError(key, hash, max_parallelism_, range_);
 }
 
 int64_t KeyedInt64State::AddHashed(std::string_view key, uint64_t hash, int64_t delta) {

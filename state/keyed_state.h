@@ -61,6 +61,10 @@ struct StateDelta {
   void Merge(const StateDelta& newer);
 };
 
+// The error of a key (of hash `hash`) that reached the state of a subtask owning `range` only:
+// a record delivered to the wrong subtask. Shared by every keyed state.
+Status ForeignKeyError(std::string_view key, uint64_t hash, uint32_t max_parallelism, const KeyGroupRange& range);
+
 class KeyedInt64State {
  public:
   KeyedInt64State(uint32_t max_parallelism, KeyGroupRange range);

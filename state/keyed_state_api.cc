@@ -112,13 +112,7 @@ void KeyedStateBackend::AppendToList(StateId id, std::string_view key, uint64_t 
 }
 
 void KeyedStateBackend::RecordForeignKey(std::string_view key, uint64_t hash) {
-  if (!foreign_key_error_.ok()) return;
-  std::string shown(key.substr(0, 64));
-  if (key.size() > 64) shown += "...";
-  foreign_key_error_ = Status::Internal("key '" + shown + "' of key group " +
-                                        std::to_string(KeyGroupOf(hash, max_parallelism_)) +
-                                        " reached the keyed state of a subtask that owns key groups " + range_.ToString() +
-                                        " only: a record was delivered to the wrong subtask");
+  if (foreign_key_error_.ok()) foreign_key_error_ = ForeignKeyError(key, hash, max_parallelism_, range_);
 }
 
 }  // namespace cairn
