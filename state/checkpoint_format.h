@@ -16,6 +16,8 @@
 //                                   and OPTIONS plus SHARED, the list of its SST files in shared/
 //                                   (incremental, what a running job writes)
 //       <op>-<subtask>/operator.state  operator state blob (WriteChecksummedFile format)
+//       <op>-<subtask>/list.state      the operator's list states (same format; the bytes are
+//                                      state/operator_list_state.h's)
 //       <op>-<subtask>/channel.state   unaligned checkpoints: in-flight records of the input
 //                                      channels of the task whose chain head is <op> (same format)
 //
@@ -41,6 +43,7 @@ inline constexpr const char* kKeyedStateDirName = "keyed";
 inline constexpr const char* kSharedDirName = "shared";
 inline constexpr const char* kSharedListFileName = "SHARED";
 inline constexpr const char* kOperatorStateFileName = "operator.state";
+inline constexpr const char* kListStateFileName = "list.state";
 inline constexpr const char* kChannelStateFileName = "channel.state";
 
 }  // namespace cairn

@@ -44,6 +44,10 @@ std::string KeyedStateRelPath(const std::string& op, uint32_t subtask) {
 std::string OperatorStateRelPath(const std::string& op, uint32_t subtask) {
   return SubtaskStateRelPath(op, subtask) + "/" + kOperatorStateFileName;
 }
+
+std::string ListStateRelPath(const std::string& op, uint32_t subtask) {
+  return SubtaskStateRelPath(op, subtask) + "/" + kListStateFileName;
+}
 std::string ChannelStateRelPath(const std::string& op, uint32_t subtask) {
   return SubtaskStateRelPath(op, subtask) + "/" + kChannelStateFileName;
 }

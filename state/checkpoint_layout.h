@@ -41,6 +41,7 @@ std::string MetadataPath(const std::string& chk);
 std::string SubtaskStateRelPath(const std::string& op, uint32_t subtask);
 std::string KeyedStateRelPath(const std::string& op, uint32_t subtask);      // .../keyed
 std::string OperatorStateRelPath(const std::string& op, uint32_t subtask);   // .../operator.state
+std::string ListStateRelPath(const std::string& op, uint32_t subtask);       // .../list.state
 std::string ChannelStateRelPath(const std::string& op, uint32_t subtask);    // .../channel.state
 // <chk>/<rel>: a path _metadata records, made absolute.
 std::string InCheckpoint(const std::string& chk, const std::string& rel);

@@ -270,9 +270,10 @@ class MetadataParser {
       }
       return Status::OK();
     }
-    if (key == "keyed" || key == "operator_state" || key == "channel_state") {
-      std::string* dest = key == "keyed" ? &h->keyed_dir
+    if (key == "keyed" || key == "operator_state" || key == "channel_state" || key == "list_state") {
+      std::string* dest = key == "keyed"            ? &h->keyed_dir
                           : key == "operator_state" ? &h->operator_state_file
+                          : key == "list_state"     ? &h->list_state_file  // optional
                                                     : &h->channel_state_file;
       CAIRN_RETURN_IF_ERROR(String(key, value, dest));
       if (!IsContainedRelativePath(*dest)) {
@@ -363,6 +364,7 @@ std::string EncodeMetadata(const CheckpointMetadata& m) {
     out += " sync_ms=" + std::to_string(h.sync_ms);
     out += " async_ms=" + std::to_string(h.async_ms);
     if (h.records_skipped >= 0) out += " records_skipped=" + std::to_string(h.records_skipped);
+    if (!h.list_state_file.empty()) out += " list_state=" + Escape(h.list_state_file);
     out += '\n';
   }
   char crc[32];

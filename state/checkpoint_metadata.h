@@ -28,8 +28,9 @@ struct SubtaskStateHandle {
   KeyGroupRange key_groups;
   std::string keyed_dir;            // relative to the checkpoint dir; "" when not keyed
   std::string operator_state_file;  // relative to the checkpoint dir; "" when none
+  std::string list_state_file;      // relative; the operator's list states, "" when none (optional attribute)
   std::string channel_state_file;   // relative; in-flight records of the input channels, "" when none
-  uint64_t state_bytes = 0;         // keyed + operator state
+  uint64_t state_bytes = 0;         // keyed + operator state + list state
   uint64_t channel_state_bytes = 0;
   int64_t alignment_ms = 0;
   int64_t sync_ms = 0;

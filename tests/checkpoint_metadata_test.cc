@@ -56,6 +56,7 @@ CheckpointMetadata Sample() {
   c.operator_id = "sink=ü\n";
   c.operator_state_file = "sink-0/operator.state";
   c.channel_state_file = "sink-0/channel.state";
+  c.list_state_file = "sink-0/list.state";
   m.subtasks = {a, b, c};
   return m;
 }
@@ -84,6 +85,7 @@ void ExpectSame(const CheckpointMetadata& x, const CheckpointMetadata& y) {
     EXPECT_EQ(a.keyed_dir, b.keyed_dir);
     EXPECT_EQ(a.operator_state_file, b.operator_state_file);
     EXPECT_EQ(a.channel_state_file, b.channel_state_file);
+    EXPECT_EQ(a.list_state_file, b.list_state_file);
     EXPECT_EQ(a.state_bytes, b.state_bytes);
     EXPECT_EQ(a.channel_state_bytes, b.channel_state_bytes);
     EXPECT_EQ(a.alignment_ms, b.alignment_ms);
@@ -268,6 +270,18 @@ TEST(CheckpointMetadata, StatePathOutsideCheckpointIsRejected) {
                    "not inside the checkpoint directory");
   ExpectFieldError(Replace(SampleBody(), "keyed=count%2520words-0/keyed", "keyed=/etc"),
                    "not inside the checkpoint directory");
+  ExpectFieldError(Replace(SampleBody(), "list_state=sink-0/list.state", "list_state=../x"),
+                   "subtask: list_state path \"../x\" is not inside the checkpoint directory");
+}
+
+TEST(CheckpointMetadata, TheListStateAttributeIsOptional) {
+  CheckpointMetadata m = Sample();
+  m.subtasks[2].list_state_file.clear();
+  const std::string bytes = EncodeMetadata(m);
+  EXPECT_EQ(bytes.find("list_state="), std::string::npos) << "absent when there is none";
+  CheckpointMetadata back;
+  ASSERT_TRUE(DecodeMetadata("m", bytes, &back).ok());
+  ExpectSame(m, back);
 }
 
 // The checksum shields the parser from random damage; this drives it with garbage that has a

@@ -31,6 +31,7 @@ struct KeyedStore {
 struct SnapshotPart {
   SubtaskStateHandle handle;            // ids and ranges; paths and sizes are filled in by the persister
   std::string operator_state;           // written to operator.state when non-empty
+  std::string list_state;               // written to list.state when non-empty (OperatorStateStore::Snapshot)
   std::function<Status()> async_part;   // the operator's own async work, or empty
   std::unique_ptr<StateDelta> delta;    // keyed operators only
   KeyedStore* keyed = nullptr;          // keyed operators only

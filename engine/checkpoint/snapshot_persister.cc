@@ -168,6 +168,17 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       h.operator_state_file = OperatorStateRelPath(h.operator_id, h.subtask);
       h.state_bytes += part.operator_state.size() + kBlobFooterSize;
     }
+    if (!part.list_state.empty()) {
+      Status s = CreateDirs(dir);
+      if (s.ok())
+        s = WriteChecksummedFile(InCheckpoint(job.chk_dir, ListStateRelPath(h.operator_id, h.subtask)), part.list_state);
+      if (!s.ok()) {
+        ack.status = s.WithContext("operator " + rel + " list state");
+        continue;
+      }
+      h.list_state_file = ListStateRelPath(h.operator_id, h.subtask);
+      h.state_bytes += part.list_state.size() + kBlobFooterSize;
+    }
     if (part.async_part && !aborted()) {
       Status s = part.async_part();
       if (!s.ok()) {

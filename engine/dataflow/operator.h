@@ -22,6 +22,10 @@
 // Keyed operators declare named states (ValueState, MapState, ListState, state/keyed_state_api.h)
 // in Open through ctx.keyed; the framework snapshots and restores them. ctx.keyed_state is the
 // heap backend's fast int64 table behind the default state (null with `state.backend: rocksdb`).
+// Any operator may keep list state that is not per key (OperatorListState, split or union on
+// rescale, state/operator_list_state.h) through ctx.operator_state: declared in Open, restored
+// before it, stored by every checkpoint. OperatorSnapshot::operator_state is the operator's own
+// bytes beside it (its type's registered OperatorStateRule says how they rescale).
 // Capabilities that only some operators have are separate interfaces an operator may also
 // derive from (engine/dataflow/operator_capabilities.h).
 #pragma once
@@ -43,6 +47,7 @@ namespace cairn {
 
 class KeyedInt64State;
 class KeyedStateBackend;
+class OperatorStateStore;
 
 struct OperatorContext {
   std::string operator_id;
@@ -55,6 +60,7 @@ struct OperatorContext {
   SchemaRef output_schema;                           // what it emits (null for sinks)
   KeyedStateBackend* keyed = nullptr;                // set for keyed operators only: every state kind
   KeyedInt64State* keyed_state = nullptr;            // heap backend only: the default state's table
+  OperatorStateStore* operator_state = nullptr;      // every operator: its list states, restored before Open
   std::optional<CheckpointId> restored_checkpoint;   // the checkpoint restored from, if any
   std::optional<std::string> restored_operator_state;  // this subtask's bytes from it, if any
 };

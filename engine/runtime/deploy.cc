@@ -53,10 +53,17 @@ Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, cons
         c.ctx.output_schema = spec.schemas[op_index];
         for (const std::string& in : oc.inputs)
           c.ctx.input_schemas.push_back(spec.schemas[spec.Find(in) - spec.operators.data()]);
+        c.list_state = std::make_unique<OperatorStateStore>();
+        c.ctx.operator_state = c.list_state.get();
         if (restore.active) {
           c.ctx.restored_checkpoint = restore.checkpoint.metadata.id;
           auto it = restore.operator_state.find({oc.id, i});
           if (it != restore.operator_state.end()) c.ctx.restored_operator_state = it->second;
+          auto lists = restore.list_state.find({oc.id, i});
+          if (lists != restore.list_state.end())
+            CAIRN_RETURN_IF_ERROR(c.list_state->Restore(lists->second, "checkpoint " + restore.checkpoint.path +
+                                                                           ", operator " + oc.id + "[" +
+                                                                           std::to_string(i) + "]"));
         }
         if (type->role == OperatorRole::kSource) CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
         st.ops.push_back(std::move(c));

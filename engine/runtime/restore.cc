@@ -8,6 +8,7 @@
 #include "engine/base/file_util.h"
 #include "engine/runtime/state_redistribution.h"
 #include "state/checkpoint_layout.h"
+#include "state/operator_list_state.h"
 #include "state/operator_state_redistribution.h"
 
 namespace cairn {
@@ -79,6 +80,7 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
                                    std::to_string(spec.max_parallelism) + "; key groups cannot be remapped");
   std::map<std::string, uint32_t> old_parallelism;                          // op -> in the checkpoint
   std::map<std::string, std::map<uint32_t, std::string>> old_operator_state;  // op -> subtask -> bytes
+  std::map<std::string, std::map<uint32_t, std::string>> old_list_state;      // op -> subtask -> list.state bytes
   std::vector<RecordedChannel> recorded;                                     // every channel's records
   for (const SubtaskStateHandle& h : m.subtasks) {
     const OperatorConfig* op = spec.Find(h.operator_id);
@@ -91,6 +93,11 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
       std::string bytes;
       CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(InCheckpoint(where, h.operator_state_file), &bytes));
       old_operator_state[h.operator_id][h.subtask] = std::move(bytes);
+    }
+    if (!h.list_state_file.empty()) {
+      std::string bytes;
+      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(InCheckpoint(where, h.list_state_file), &bytes));
+      old_list_state[h.operator_id][h.subtask] = std::move(bytes);
     }
     if (!h.channel_state_file.empty()) {
       std::string path = InCheckpoint(where, h.channel_state_file);
@@ -123,6 +130,12 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
     CAIRN_RETURN_IF_ERROR(RedistributeOperatorState(id, FindOperatorType(op->type)->state, old_parallelism[id], old,
                                                     op->parallelism, where, &now));
     for (auto& [subtask, bytes] : now) plan->operator_state[{id, subtask}] = std::move(bytes);
+  }
+  for (const auto& [id, old] : old_list_state) {
+    std::map<uint32_t, std::string> now;
+    CAIRN_RETURN_IF_ERROR(
+        RedistributeListStates(id, old_parallelism[id], old, spec.Find(id)->parallelism, where, &now));
+    for (auto& [subtask, bytes] : now) plan->list_state[{id, subtask}] = std::move(bytes);
   }
   std::vector<ChannelEdge> edges;
   for (const PlanEdge& e : exec.edges) {

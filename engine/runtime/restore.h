@@ -34,6 +34,7 @@ struct RestorePlan {
   bool active = false;
   CompletedCheckpoint checkpoint;
   std::map<std::pair<std::string, uint32_t>, std::string> operator_state;  // (op, subtask) -> bytes
+  std::map<std::pair<std::string, uint32_t>, std::string> list_state;      // (op, subtask) -> list.state bytes
   std::map<std::string, std::vector<KeyedSnapshotHandle>> keyed;           // op -> snapshots
   // (head op, subtask) -> channel name -> in-flight records
   std::map<std::pair<std::string, uint32_t>, std::vector<RestoredChannel>> channels;

@@ -232,6 +232,7 @@ void Task::SnapshotChain(const Barrier& b, PersistJob* job) {
       Status s = c.op->SnapshotState(b.id, &snap);
       if (s.ok()) {
         part.operator_state = std::move(snap.operator_state);
+        if (c.list_state != nullptr && !c.list_state->empty()) part.list_state = c.list_state->Snapshot();
         part.async_part = std::move(snap.async_part);
         if (c.skipped != nullptr && c.skipped->counts_skipped())
           part.handle.records_skipped = static_cast<int64_t>(c.skipped->records_skipped());

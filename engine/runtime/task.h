@@ -25,6 +25,7 @@
 #include "engine/dataflow/output_gate.h"
 #include "engine/base/parker.h"
 #include "state/keyed_state.h"
+#include "state/operator_list_state.h"
 #include "state/state_backend.h"
 
 namespace cairn {
@@ -48,6 +49,7 @@ struct ChainedOperator {
   std::unique_ptr<KeyedInt64State> keyed_state;  // keyed operators on the heap backend only
   const SkippedRecords* skipped = nullptr;        // set by the task when op is one (its count goes in the checkpoint)
   std::unique_ptr<KeyedStore> keyed_store;       // keyed operators only
+  std::unique_ptr<OperatorStateStore> list_state;  // every operator: its list states (ctx.operator_state)
   // Keyed operators only; declared last, destroyed first (it may point into the two above).
   std::unique_ptr<KeyedStateBackend> keyed_backend;
 };

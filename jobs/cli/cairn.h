@@ -15,3 +15,4 @@
 #include "jobs/cli/cli.h"
 #include "jobs/registry.h"
 #include "state/keyed_state_api.h"
+#include "state/operator_list_state.h"

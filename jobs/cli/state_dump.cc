@@ -8,6 +8,7 @@
 #include "state/checkpoint_layout.h"
 #include "state/checkpoint_store.h"
 #include "state/keyed_state_api.h"
+#include "state/operator_list_state.h"
 #include "state/state_backend.h"
 
 namespace cairn {
@@ -110,6 +111,25 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
         }
       });
       CAIRN_RETURN_IF_ERROR(s);
+    }
+    if (!h.list_state_file.empty()) {
+      std::string file = InCheckpoint(cp.path, h.list_state_file);
+      std::string bytes;
+      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(file, &bytes));
+      std::vector<ListStateBytes> states;
+      if (!DecodeListStates(bytes, &states)) return Status::Corruption(file + ": damaged (list state does not parse)");
+      for (const ListStateBytes& ls : states) {
+        const char* mode = ListStateModeName(ls.mode);
+        if (json) {
+          std::string line = prefix + ",\"list_state\":" + JsonQuote(ls.name) + ",\"mode\":\"" + mode + "\",\"values\":[";
+          for (size_t i = 0; i < ls.items.size(); ++i) line += (i ? "," : "") + FormatValue(ls.type, ls.items[i], true);
+          fprintf(out, "%s]}\n", line.c_str());
+        } else {
+          for (const std::string& item : ls.items)
+            fprintf(out, "%s\tlist_state\t%s\t%s\t%s\n", prefix.c_str(), ls.name.c_str(), mode,
+                    FormatValue(ls.type, item, false).c_str());
+        }
+      }
     }
     if (!h.channel_state_file.empty()) {
       std::string file = InCheckpoint(cp.path, h.channel_state_file);

@@ -1,4 +1,5 @@
-// `cairn state dump`: every keyed-state entry and every in-flight record of a checkpoint.
+// `cairn state dump`: every keyed-state entry, every list-state item and every in-flight record
+// of a checkpoint.
 #pragma once
 
 #include <cstdio>
