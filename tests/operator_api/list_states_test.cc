@@ -94,16 +94,8 @@ testing::RunResult RunAsChild(const testing::ScratchDir& dir, const std::vector<
   return r;
 }
 
-TEST(ListStates, SurviveAKillAndARescaleExactlyOnceAndAreDumped) {
-  testing::ScratchDir dir;
-  std::string input;
-  std::vector<std::string> words;
-  for (int i = 0; i < 400; ++i) {
-    const std::string n = std::to_string(i);
-    words.push_back(std::string("a").append(n));
-    words.push_back(std::string("b").append(n));
-    input.append(words[words.size() - 2]).append(" ").append(words.back()).append("\n");
-  }
+// The job of these tests, on `input`: source -> tokenize -> tally -> sink, at parallelism 2.
+void WriteJob(const testing::ScratchDir& dir, const std::string& input) {
   testing::WriteText(dir / "input.txt", input);
   testing::WriteText(dir / "job.yaml",
                      "job: list-states\n"
@@ -116,6 +108,25 @@ TEST(ListStates, SurviveAKillAndARescaleExactlyOnceAndAreDumped) {
                      "  - id: tokenize\n    type: tokenize\n    inputs: [source]\n"
                      "  - id: tally\n    type: tally\n    inputs: [tokenize]\n"
                      "  - id: sink\n    type: file_sink\n    path: " + dir / "out" + "\n    inputs: [tally]\n");
+}
+
+void WriteSmallJob(const testing::ScratchDir& dir) { WriteJob(dir, "a b a c\nb a\nx y\nz\n"); }
+
+std::string LatestCheckpoint(const testing::ScratchDir& dir) {
+  return dir / ("ck/chk-" + std::to_string(*testing::CompletedCheckpointIds(dir / "ck").rbegin()));
+}
+
+TEST(ListStates, SurviveAKillAndARescaleExactlyOnceAndAreDumped) {
+  testing::ScratchDir dir;
+  std::string input;
+  std::vector<std::string> words;
+  for (int i = 0; i < 400; ++i) {
+    const std::string n = std::to_string(i);
+    words.push_back(std::string("a").append(n));
+    words.push_back(std::string("b").append(n));
+    input.append(words[words.size() - 2]).append(" ").append(words.back()).append("\n");
+  }
+  WriteJob(dir, input);
   // Paced (20 lines/s: 400 lines take many seconds) and killed as checkpoint 3 commits.
   testing::RunResult r = RunAsChild(dir, {"run", dir / "job.yaml", "--quiet", "--set", "operators.source.rate=20"},
                                     {"CAIRN_CRASH_AT=checkpoint.committed:3"});
@@ -129,7 +140,7 @@ TEST(ListStates, SurviveAKillAndARescaleExactlyOnceAndAreDumped) {
   std::sort(words.begin(), words.end());
   EXPECT_EQ(committed, words) << "every word exactly once";
 
-  const std::string latest = dir / ("ck/chk-" + std::to_string(*testing::CompletedCheckpointIds(dir / "ck").rbegin()));
+  const std::string latest = LatestCheckpoint(dir);
   testing::CliResult dump = testing::Cairn({"state", "dump", latest, "--operator", "tally", "--json"});
   ASSERT_EQ(dump.exit_code, 0) << dump.err;
   // {"operator":"tally","subtask":S,"list_state":"counts","mode":"split","values":[...]}
@@ -167,22 +178,6 @@ TEST(ListStates, SurviveAKillAndARescaleExactlyOnceAndAreDumped) {
   EXPECT_THAT(text.out, HasSubstr("tally\t0\tlist_state\tcounts\tsplit\t"));
 }
 
-// The job of the tests below: source -> tokenize -> tally -> sink, at parallelism 2.
-void WriteSmallJob(const testing::ScratchDir& dir) {
-  testing::WriteText(dir / "input.txt", "a b a c\nb a\nx y\nz\n");
-  testing::WriteText(dir / "job.yaml",
-                     "job: list-states\n"
-                     "parallelism: 2\n"
-                     "checkpoint:\n"
-                     "  interval: 20ms\n"
-                     "  dir: " + dir / "ck" + "\n"
-                     "operators:\n"
-                     "  - id: source\n    type: file_source\n    path: " + dir / "input.txt" + "\n"
-                     "  - id: tokenize\n    type: tokenize\n    inputs: [source]\n"
-                     "  - id: tally\n    type: tally\n    inputs: [tokenize]\n"
-                     "  - id: sink\n    type: file_sink\n    path: " + dir / "out" + "\n    inputs: [tally]\n");
-}
-
 TEST(ListStates, ScaledDownEverySplitItemAndEveryUnionItemReachesTheOneSubtask) {
   testing::ScratchDir dir;
   WriteSmallJob(dir);
@@ -190,7 +185,7 @@ TEST(ListStates, ScaledDownEverySplitItemAndEveryUnionItemReachesTheOneSubtask) 
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = testing::Cairn({"run", dir / "job.yaml", "--quiet", "--restore", "latest", "--set", "parallelism=1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string latest = dir / ("ck/chk-" + std::to_string(*testing::CompletedCheckpointIds(dir / "ck").rbegin()));
+  const std::string latest = LatestCheckpoint(dir);
   r = testing::Cairn({"state", "dump", latest, "--operator", "tally"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> runs, counts;
@@ -211,7 +206,7 @@ TEST(ListStates, ADamagedListStateFailsTheRestoreWithExit2NamingTheFileAndChange
   WriteSmallJob(dir);
   testing::CliResult r = testing::Cairn({"run", dir / "job.yaml", "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string latest = dir / ("ck/chk-" + std::to_string(*testing::CompletedCheckpointIds(dir / "ck").rbegin()));
+  const std::string latest = LatestCheckpoint(dir);
   const std::string file = latest + "/tally-1/list.state";
   std::string bytes = testing::ReadText(file);
   ASSERT_FALSE(bytes.empty());
