@@ -25,7 +25,11 @@
 // Rescaling (split list state, docs/state.md): the items are the old subtasks' writers (run,
 // subtask, next sequence number, pending files). A subtask restored at another parallelism gets
 // a writer list: it restores each writer as that old subtask would have (commit what it owes,
-// delete what it wrote after the checkpoint), then writes under a new run id.
+// delete what it wrote after the checkpoint), then writes under a new run id. Every run id of
+// the lineage is kept in the union list state "runs" (state/operator_list_state.h), so that a
+// restore of a checkpoint taken before a rescale also sets aside the output of the writers the
+// rescale started (runs the checkpoint does not know); subtask 0 does it. Checkpoints taken
+// before this state existed have no "runs", and such writers' output stays.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +41,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "engine/base/coding.h"
 #include "engine/base/crash_points.h"
@@ -46,6 +51,7 @@
 #include "engine/format/record_writer.h"
 #include "jobs/registry.h"
 #include "operators/text_params.h"
+#include "state/operator_list_state.h"
 
 namespace cairn {
 namespace {
@@ -89,6 +95,8 @@ bool DecodeWriter(std::string_view item, uint32_t* subtask, std::string* state) 
 }
 
 constexpr const char* kSupersededDir = "_superseded";
+// The union list state of every run id the sink's lineage has written under.
+constexpr const char* kRunsState = "runs";
 
 class FileSink final : public Operator {
  public:
@@ -106,82 +114,27 @@ class FileSink final : public Operator {
     id_ = ctx.operator_id;
     subtask_ = ctx.subtask;
     CAIRN_RETURN_IF_ERROR(CreateDirs(dir_).WithContext("operator " + id_));
+    // Every run id the restored checkpoint's lineage has written under (union list state: each
+    // subtask gets them all); empty on a fresh start and for checkpoints older than this state.
+    CAIRN_RETURN_IF_ERROR(ctx.operator_state->GetUnionListState(kRunsState, &runs_));
+    std::set<std::string> known(runs_->items().begin(), runs_->items().end());
     if (!ctx.restored_operator_state) {
-      // A run id no file in the directory uses yet, so that no name is ever reused.
-      std::vector<std::string> names;
-      CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
-      std::random_device rd;
-      for (;;) {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "%08x", rd());
-        run_ = buf;
-        bool used = false;
-        for (const std::string& n : names) used |= n.find("-" + run_ + "-") != std::string::npos;
-        if (!used) break;
-      }
-      return Status::OK();
+      CAIRN_RETURN_IF_ERROR(StartRun());
+    } else if (IsWriterList(*ctx.restored_operator_state)) {
+      CAIRN_RETURN_IF_ERROR(OpenRescaled(ctx));
+    } else {
+      CAIRN_RETURN_IF_ERROR(RestoreWriter(*ctx.restored_operator_state, *ctx.restored_checkpoint));
     }
-    if (IsWriterList(*ctx.restored_operator_state)) return OpenRescaled(ctx);
-    Decoder d(*ctx.restored_operator_state);
-    uint64_t next_seq, npending;
-    if (!d.GetLengthPrefixed(&run_) || !d.GetFixed64(&next_seq) || !d.GetFixed64(&npending))
-      return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
-    next_seq_ = next_seq;
-    for (uint64_t i = 0; i < npending; ++i) {
-      uint64_t seq, chk;
-      if (!d.GetFixed64(&seq) || !d.GetFixed64(&chk))
-        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
-      pending_.push_back({seq, chk});
-    }
-    // Commit what the restored checkpoint owes. A pending file that is neither in progress nor
-    // committed is lost output: fail rather than silently drop it.
-    for (const Pending& p : pending_) {
-      std::string from = InProgressPath(p.seq), to = CommittedPath(p.seq);
-      if (PathExists(from)) {
-        CAIRN_RETURN_IF_ERROR(Commit(from, to));
-      } else if (!PathExists(to)) {
-        return Status::Corruption("operator " + id_ + ": output file " + from +
-                                  " owed by the checkpoint is missing; the output directory changed");
-      }
-    }
-    pending_.clear();
-    // Roll back everything this subtask wrote after the checkpoint: in-progress files are
-    // deleted; committed ones (output of newer checkpoints, which this run produces again) are
-    // set aside in _superseded/. The sequence continues above every committed or set-aside file.
-    const std::string in_progress = ".part-" + run_ + "-" + std::to_string(subtask_) + "-";
-    const std::string committed = "part-" + run_ + "-" + std::to_string(subtask_) + "-";
-    const std::string aside = dir_ + "/" + kSupersededDir;
-    uint64_t above = next_seq_;
-    std::vector<std::string> names;
-    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
-    bool set_aside = false;
-    for (const std::string& n : names) {
-      uint64_t seq = 0;
-      if (ParseSeq(n, in_progress, ".inprogress", &seq)) {
-        if (seq >= next_seq_) CAIRN_RETURN_IF_ERROR(RemoveAll(dir_ + "/" + n));
-      } else if (ParseSeq(n, committed, "", &seq)) {
-        above = std::max(above, seq + 1);
-        if (seq < next_seq_) continue;
-        CAIRN_RETURN_IF_ERROR(CreateDirs(aside));
-        CAIRN_RETURN_IF_ERROR(RenameNoReplace(dir_ + "/" + n, aside + "/" + n).WithContext("operator " + id_));
-        set_aside = true;
-      }
-    }
-    if (IsDirectory(aside)) {
-      CAIRN_RETURN_IF_ERROR(ListDir(aside, &names));
-      for (const std::string& n : names) {
-        uint64_t seq = 0;
-        if (ParseSeq(n, committed, "", &seq)) above = std::max(above, seq + 1);
-      }
-    }
-    if (set_aside) {
-      fprintf(stderr, "cairn: operator %s[%u]: set aside the output committed after checkpoint %" PRIu64 " in %s\n",
-              id_.c_str(), subtask_, *ctx.restored_checkpoint, aside.c_str());
-      CAIRN_RETURN_IF_ERROR(FsyncDir(aside));
-    }
-    next_seq_ = above;
-    return FsyncDir(dir_);
+    // Runs the checkpoint does not know were started after it (by a restore at another
+    // parallelism that a restore of this older checkpoint now abandons): subtask 0 sets their
+    // committed output aside and deletes their uncommitted files, as each writer does for its own.
+    if (ctx.restored_operator_state && subtask_ == 0 && !known.empty())
+      CAIRN_RETURN_IF_ERROR(SetAsideUnknownRuns(known, *ctx.restored_checkpoint));
+    known.insert(run_);
+    runs_->Update(std::vector<std::string>(known.begin(), known.end()));
+    return Status::OK();
   }
+
 
   Status Process(int, const RecordBatch& in, RecordBatch*) override {
     if (in.empty()) return Status::OK();
@@ -258,6 +211,115 @@ class FileSink final : public Operator {
     CheckpointId checkpoint;
   };
 
+  // A fresh writer: a run id no file in the directory uses yet, so that no name is ever reused.
+  Status StartRun() {
+    std::vector<std::string> names;
+    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+    std::random_device rd;
+    for (;;) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%08x", rd());
+      run_ = buf;
+      bool used = false;
+      for (const std::string& n : names) used |= n.find("-" + run_ + "-") != std::string::npos;
+      if (!used) break;
+    }
+    next_seq_ = 0;
+    pending_.clear();
+    return Status::OK();
+  }
+
+  // Restores this subtask's own writer from its state bytes, taken by checkpoint `restored`.
+  Status RestoreWriter(std::string_view state, CheckpointId restored) {
+    Decoder d(state);
+    uint64_t next_seq, npending;
+    if (!d.GetLengthPrefixed(&run_) || !d.GetFixed64(&next_seq) || !d.GetFixed64(&npending))
+      return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+    next_seq_ = next_seq;
+    for (uint64_t i = 0; i < npending; ++i) {
+      uint64_t seq, chk;
+      if (!d.GetFixed64(&seq) || !d.GetFixed64(&chk))
+        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+      pending_.push_back({seq, chk});
+    }
+    // Commit what the restored checkpoint owes. A pending file that is neither in progress nor
+    // committed is lost output: fail rather than silently drop it.
+    for (const Pending& p : pending_) {
+      std::string from = InProgressPath(p.seq), to = CommittedPath(p.seq);
+      if (PathExists(from)) {
+        CAIRN_RETURN_IF_ERROR(Commit(from, to));
+      } else if (!PathExists(to)) {
+        return Status::Corruption("operator " + id_ + ": output file " + from +
+                                  " owed by the checkpoint is missing; the output directory changed");
+      }
+    }
+    pending_.clear();
+    // Roll back everything this subtask wrote after the checkpoint: in-progress files are
+    // deleted; committed ones (output of newer checkpoints, which this run produces again) are
+    // set aside in _superseded/. The sequence continues above every committed or set-aside file.
+    const std::string in_progress = ".part-" + run_ + "-" + std::to_string(subtask_) + "-";
+    const std::string committed = "part-" + run_ + "-" + std::to_string(subtask_) + "-";
+    const std::string aside = dir_ + "/" + kSupersededDir;
+    uint64_t above = next_seq_;
+    std::vector<std::string> names;
+    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+    bool set_aside = false;
+    for (const std::string& n : names) {
+      uint64_t seq = 0;
+      if (ParseSeq(n, in_progress, ".inprogress", &seq)) {
+        if (seq >= next_seq_) CAIRN_RETURN_IF_ERROR(RemoveAll(dir_ + "/" + n));
+      } else if (ParseSeq(n, committed, "", &seq)) {
+        above = std::max(above, seq + 1);
+        if (seq < next_seq_) continue;
+        CAIRN_RETURN_IF_ERROR(CreateDirs(aside));
+        CAIRN_RETURN_IF_ERROR(RenameNoReplace(dir_ + "/" + n, aside + "/" + n).WithContext("operator " + id_));
+        set_aside = true;
+      }
+    }
+    if (IsDirectory(aside)) {
+      CAIRN_RETURN_IF_ERROR(ListDir(aside, &names));
+      for (const std::string& n : names) {
+        uint64_t seq = 0;
+        if (ParseSeq(n, committed, "", &seq)) above = std::max(above, seq + 1);
+      }
+    }
+    if (set_aside) {
+      fprintf(stderr, "cairn: operator %s[%u]: set aside the output committed after checkpoint %" PRIu64 " in %s\n",
+              id_.c_str(), subtask_, restored, aside.c_str());
+      CAIRN_RETURN_IF_ERROR(FsyncDir(aside));
+    }
+    next_seq_ = above;
+    return FsyncDir(dir_);
+  }
+
+  // Sets aside the committed files of every run not in `known`, and deletes their in-progress
+  // files: all of it was written after checkpoint `restored`.
+  Status SetAsideUnknownRuns(const std::set<std::string>& known, CheckpointId restored) {
+    const std::string aside = dir_ + "/" + kSupersededDir;
+    std::vector<std::string> names;
+    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+    bool set_aside = false;
+    for (const std::string& n : names) {
+      const bool in_progress = n.rfind(".part-", 0) == 0;
+      if (!in_progress && n.rfind("part-", 0) != 0) continue;
+      const size_t start = in_progress ? 6 : 5, dash = n.find('-', start);
+      if (dash == std::string::npos || known.count(n.substr(start, dash - start)) != 0) continue;
+      if (in_progress) {
+        CAIRN_RETURN_IF_ERROR(RemoveAll(dir_ + "/" + n));
+        continue;
+      }
+      CAIRN_RETURN_IF_ERROR(CreateDirs(aside));
+      CAIRN_RETURN_IF_ERROR(RenameNoReplace(dir_ + "/" + n, aside + "/" + n).WithContext("operator " + id_));
+      set_aside = true;
+    }
+    if (set_aside) {
+      fprintf(stderr, "cairn: operator %s: set aside the output of writers started after checkpoint %" PRIu64 " in %s\n",
+              id_.c_str(), restored, aside.c_str());
+      CAIRN_RETURN_IF_ERROR(FsyncDir(aside));
+    }
+    return FsyncDir(dir_);
+  }
+
   // Restored at another parallelism (the state is a writer list): restore every old writer as
   // its own subtask would have, then start as a fresh writer under a run id no file uses yet.
   Status OpenRescaled(OperatorContext& ctx) {
@@ -265,31 +327,15 @@ class FileSink final : public Operator {
     if (!DecodeWriterList(*ctx.restored_operator_state, &items))
       return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
     for (const std::string& item : items) {
-      OperatorContext old = ctx;
-      std::string state;
-      if (!DecodeWriter(item, &old.subtask, &state))
-        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
-      old.restored_operator_state = std::move(state);
       FileSink writer(dir_);
-      CAIRN_RETURN_IF_ERROR(writer.Open(old));
+      writer.id_ = id_;
+      std::string state;
+      if (!DecodeWriter(item, &writer.subtask_, &state))
+        return Status::Corruption("operator " + id_ + ": damaged sink state in the checkpoint");
+      CAIRN_RETURN_IF_ERROR(writer.RestoreWriter(state, *ctx.restored_checkpoint));
       CAIRN_RETURN_IF_ERROR(writer.Close());
     }
-    std::vector<std::string> names;
-    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
-    auto used = [&names](const std::string& run) {
-      for (const std::string& n : names)
-        if (n.find("part-" + run + "-") != std::string::npos) return true;
-      return false;
-    };
-    do {
-      std::random_device rd;
-      char buf[16];
-      std::snprintf(buf, sizeof buf, "%08x", rd());
-      run_ = buf;
-    } while (used(run_));
-    next_seq_ = 0;
-    pending_.clear();
-    return Status::OK();
+    return StartRun();
   }
 
   // Renames an in-progress file to its committed name, never over an existing file: a
@@ -342,6 +388,7 @@ class FileSink final : public Operator {
   std::string id_;
   uint32_t subtask_ = 0;
   std::string run_;
+  OperatorListState<std::string>* runs_ = nullptr;  // the lineage's run ids (Open)
   uint64_t next_seq_ = 0;
   int fd_ = -1;
   std::string buf_;

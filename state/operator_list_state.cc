@@ -58,6 +58,8 @@ Status RedistributeListStates(const std::string& op, uint32_t old_parallelism,
   out->clear();
   // Decoded even when nothing moves, so that damage fails the restore before it starts.
   std::map<std::string, ListStateBytes> merged;  // by name: every old subtask's items, in order
+  std::map<std::string, std::map<uint32_t, std::vector<std::string>>> own;  // by name: each old subtask's items
+  bool any_union = false;
   for (const auto& [subtask, bytes] : old) {
     std::vector<ListStateBytes> states;
     if (!DecodeListStates(bytes, &states))
@@ -75,10 +77,13 @@ Status RedistributeListStates(const std::string& op, uint32_t old_parallelism,
                                   ListStateModeName(m.mode) + " of " + m.type + " in one subtask but " +
                                   ListStateModeName(s.mode) + " of " + s.type + " in subtask " + std::to_string(subtask));
       }
-      for (std::string& item : s.items) m.items.push_back(std::move(item));
+      any_union |= s.mode == ListStateMode::kUnion;
+      m.items.insert(m.items.end(), s.items.begin(), s.items.end());
+      own[s.name][subtask] = std::move(s.items);
     }
   }
-  if (old_parallelism == new_parallelism) {
+  const bool same = old_parallelism == new_parallelism;
+  if (same && !any_union) {
     *out = old;
     return Status::OK();
   }
@@ -86,12 +91,13 @@ Status RedistributeListStates(const std::string& op, uint32_t old_parallelism,
   std::vector<std::vector<ListStateBytes>> next(new_parallelism);
   for (const auto& [name, m] : merged) {
     for (std::vector<ListStateBytes>& states : next) states.push_back(ListStateBytes{m.mode, m.type, m.name, {}});
-    for (size_t k = 0; k < m.items.size(); ++k) {
-      if (m.mode == ListStateMode::kUnion) {
-        for (std::vector<ListStateBytes>& states : next) states.back().items.push_back(m.items[k]);
-      } else {
-        next[k % new_parallelism].back().items.push_back(m.items[k]);
-      }
+    if (m.mode == ListStateMode::kUnion) {
+      for (std::vector<ListStateBytes>& states : next) states.back().items = m.items;
+    } else if (same) {
+      for (auto& [subtask, items] : own[name])
+        if (subtask < new_parallelism) next[subtask].back().items = std::move(items);
+    } else {
+      for (size_t k = 0; k < m.items.size(); ++k) next[k % new_parallelism].back().items.push_back(m.items[k]);
     }
   }
   for (uint32_t i = 0; i < new_parallelism; ++i) (*out)[i] = EncodeListStates(next[i]);

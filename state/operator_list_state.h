@@ -10,9 +10,10 @@
 //
 // How a state's items are redistributed when the parallelism changes (its mode):
 //   split: the items of old subtasks 0, 1, ... concatenated; item k goes to new subtask k mod p'.
-//   union: every new subtask gets every item of every old subtask, in old-subtask order.
-// At an unchanged parallelism every subtask gets its own items back, in order. Every new subtask
-// gets every state, perhaps empty, so none starts as if fresh.
+//   union: every subtask gets every item of every old subtask, in old-subtask order, at every
+//          restore (also at an unchanged parallelism, as in Flink).
+// At an unchanged parallelism every subtask gets its own split items back, in order. After a
+// rescale every new subtask gets every state, perhaps empty, so none starts as if fresh.
 //
 // Contract: an OperatorStateStore and its states are used by the subtask's task thread only
 // (and by Open before it starts). A state's pointer stays valid for the life of the store. The
@@ -61,7 +62,8 @@ bool DecodeListStates(std::string_view bytes, std::vector<ListStateBytes>* state
 
 // The `list.state` bytes of every new subtask of operator `op` (new_parallelism of them) from
 // those of its old subtasks (`old`: subtask -> bytes, old_parallelism of them, any missing
-// subtask having none), by each state's mode. At equal parallelism `out` is `old`. Corruption
+// subtask having none), by each state's mode. At equal parallelism and without union states
+// `out` is `old`. Corruption
 // naming `where` when bytes are malformed or the old subtasks disagree on a state's mode or type.
 Status RedistributeListStates(const std::string& op, uint32_t old_parallelism,
                               const std::map<uint32_t, std::string>& old, uint32_t new_parallelism,

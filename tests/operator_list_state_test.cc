@@ -170,8 +170,21 @@ std::map<uint32_t, std::string> Redistribute(const std::map<uint32_t, std::strin
   return now;
 }
 
-TEST(OperatorListStateRedistribution, AtTheSameParallelismEverySubtaskGetsItsOwnBytes) {
+TEST(OperatorListStateRedistribution, AtTheSameParallelismSplitItemsStayAndUnionItemsReachEverySubtask) {
   std::map<uint32_t, std::string> old{{0, SubtaskBytes({1}, {"a"})}, {1, SubtaskBytes({2, 3}, {"b"})}};
+  std::map<uint32_t, std::string> now = Redistribute(old, 2, 2);
+  ASSERT_EQ(now.size(), 2u);
+  EXPECT_THAT(Restore(now[0]).offsets, ElementsAre(1));
+  EXPECT_THAT(Restore(now[1]).offsets, ElementsAre(2, 3));
+  EXPECT_THAT(Restore(now[0]).seen, ElementsAre("a", "b"));
+  EXPECT_THAT(Restore(now[1]).seen, ElementsAre("a", "b"));
+}
+
+TEST(OperatorListStateRedistribution, AtTheSameParallelismWithoutUnionStatesEverySubtaskGetsItsOwnBytes) {
+  auto split_only = [](std::vector<std::string> items) {
+    return EncodeListStates({ListStateBytes{ListStateMode::kSplit, "string", "s", std::move(items)}});
+  };
+  std::map<uint32_t, std::string> old{{0, split_only({"x"})}, {1, split_only({"y", "z"})}};
   EXPECT_EQ(Redistribute(old, 2, 2), old);
 }
 

@@ -7,7 +7,7 @@
 // - checkpoint.dir is locked before the checkpoint to restore is chosen;
 // - restoring a checkpoint older than the newest committed output sets aside what was committed
 //   after it, never reuses a part-file name, and is exactly-once, also after a crash before the
-//   restored run's first checkpoint;
+//   restored run's first checkpoint, and also when a restore at another parallelism came between;
 // - a bad file_sink.path is found before anything on disk changes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -251,6 +251,23 @@ TEST_F(CompletedRun, RestoringAnOlderCheckpointSetsAsideLaterOutputAndIsExactlyO
   ExpectExactlyOnce(out(), ExpectedCounts(input()));
   const std::set<std::string> now2 = Names(out()), aside2 = Names(out() + "/_superseded");
   for (const std::string& n : before2) EXPECT_TRUE(now2.count(n) + aside2.count(n) == 1) << n;
+}
+
+TEST_F(CompletedRun, RestoringACheckpointFromBeforeARescaleSetsAsideTheRescaledWritersOutput) {
+  // chk-2 restored at parallelism 3: its three sink writers start runs chk-2 does not know and
+  // commit output under them.
+  RunResult rescaled = RunCairn(Args({"--restore", chk(2), "--set", "parallelism=3"}));
+  ASSERT_EQ(rescaled.exit_code, 0) << rescaled.err;
+  ExpectExactlyOnce(out(), ExpectedCounts(input()));
+  const std::set<std::string> before = Names(out());
+  // Back to chk-1, at parallelism 2: the rescaled writers' output must go too.
+  RunResult r = RunCairn(Args({"--restore", chk(1)}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("set aside the output of writers started after checkpoint 1"));
+  ExpectExactlyOnce(out(), ExpectedCounts(input()));
+  const std::set<std::string> now = Names(out()), aside = Names(out() + "/_superseded");
+  for (const std::string& n : before) EXPECT_TRUE(now.count(n) + aside.count(n) == 1) << n;
+  for (const std::string& n : aside) EXPECT_EQ(now.count(n), 0u) << "reused name " << n;
 }
 
 TEST_F(CompletedRun, ACrashBeforeTheRestoredRunsFirstCheckpointResumesFromTheRestoredOne) {
