@@ -63,6 +63,7 @@ std::unique_ptr<Operator> Create(const OperatorConfig& c) { return FindOperatorT
 
 OperatorContext Context(const std::string& id, uint32_t subtask = 0, uint32_t parallelism = 1) {
   OperatorContext ctx;
+  ctx.operator_state = testing::FreshListStates();
   ctx.operator_id = id;
   ctx.job_name = "test";
   ctx.subtask = subtask;

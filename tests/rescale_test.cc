@@ -317,6 +317,7 @@ const SchemaRef& PairSchema() {
 
 OperatorContext Ctx(uint32_t subtask, uint32_t p, const std::optional<std::string>& state) {
   OperatorContext ctx;
+  ctx.operator_state = testing::FreshListStates();
   ctx.operator_id = "op";
   ctx.subtask = subtask;
   ctx.parallelism = p;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <chrono>
 
 #include <cstdlib>
@@ -20,7 +21,14 @@
 #include <stdexcept>
 #include <thread>
 
+#include "state/operator_list_state.h"
+
 namespace cairn::testing {
+
+OperatorStateStore* FreshListStates() {
+  static std::deque<OperatorStateStore> stores;
+  return &stores.emplace_back();
+}
 
 ScratchDir::ScratchDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "cairn-test-XXXXXX").string();

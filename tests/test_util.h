@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace cairn {
+class OperatorStateStore;
+}  // namespace cairn
+
 namespace cairn::testing {
 
 // A fresh empty directory under the system temp dir, removed by the destructor.
@@ -49,6 +53,10 @@ RunResult RunCairnObeyingPermissions(const std::vector<std::string>& args, const
 // The ids of the completed checkpoints in `ckdir` (chk-<id> directories holding a _metadata
 // file), read from the directory as written, not through the engine; none when it is missing.
 std::set<uint64_t> CompletedCheckpointIds(const std::string& ckdir);
+
+// A new, empty operator list-state store, as the runtime gives every operator instance one, for
+// an OperatorContext built by hand (kept until the test binary exits: contexts are copied).
+OperatorStateStore* FreshListStates();
 
 // Writes `text` to `path`.
 void WriteText(const std::string& path, const std::string& text);
