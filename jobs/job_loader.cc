@@ -554,13 +554,19 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
     }
     op->places[p.name] = loc_.Where(e);
     const std::string label = "parameter '" + p.name + "' of " + what;
-    if (p.type == ParamType::kMap || p.type == ParamType::kList) {
+    if (p.type == ParamType::kMap || p.type == ParamType::kList || p.type == ParamType::kMapOfLists) {
       CAIRN_RETURN_IF_ERROR(ReadEntries(e, p, label, &op->entries[p.name]));
       continue;
     }
     CAIRN_RETURN_IF_ERROR(ReadParam(e, p, label, &op->params[p.name]));
   }
   op->location = places.op;
+  if (t->input_keys) {
+    if (!op->key_by.empty())
+      return Status::InvalidArgument(places.key_by + ": " + what + " (type " + t->name +
+                                     ") names the key fields of each input in its parameters, not in key_by");
+    CAIRN_RETURN_IF_ERROR(t->input_keys(op));
+  }
   places_.push_back(std::move(places));
   return Status::OK();
 }
@@ -588,6 +594,7 @@ Status JobReader::ReadParam(const Entry& e, const ParamSpec& p, const std::strin
     }
     case ParamType::kMap:
     case ParamType::kList:
+    case ParamType::kMapOfLists:
       return Status::Internal("map and list parameters are read by ReadEntries");
     case ParamType::kBool: {
       bool v = false;
@@ -621,9 +628,21 @@ Status JobReader::ReadEntries(const Entry& e, const ParamSpec& p, const std::str
       return loc_.Error(it->first, label + " must have non-empty names as keys, got " + Describe(it->first));
     if (!seen.insert(it->first.Scalar()).second)
       return loc_.Error(it->first, label + " has key '" + it->first.Scalar() + "' twice");
+    if (p.type == ParamType::kMapOfLists && it->second.IsSequence()) {
+      if (it->second.size() == 0)
+        return loc_.Error(it->second, label + ": the list of '" + it->first.Scalar() + "' is empty");
+      for (const YAML::Node& item : it->second) {
+        if (!item.IsScalar())
+          return loc_.Error(item, label + ": the values of '" + it->first.Scalar() + "' must be scalars, got " +
+                                      Describe(item));
+        out->push_back(ParamEntry{it->first.Scalar(), item.Scalar(), loc_.Where(item)});
+      }
+      continue;
+    }
     if (!it->second.IsScalar())
-      return loc_.Error(it->second, label + ": the value of '" + it->first.Scalar() + "' must be a scalar, got " +
-                                        Describe(it->second));
+      return loc_.Error(it->second, label + ": the value of '" + it->first.Scalar() + "' must be " +
+                                        (p.type == ParamType::kMapOfLists ? "a scalar or a list of scalars" : "a scalar") +
+                                        ", got " + Describe(it->second));
     out->push_back(ParamEntry{it->first.Scalar(), it->second.Scalar(), loc_.Where(it->second)});
   }
   return Status::OK();

@@ -16,22 +16,33 @@ Status DeriveOne(const OperatorConfig& op, const OperatorPlaces& at, const std::
   const OperatorType& t = *FindOperatorType(op.type);
   const std::string what = "operator '" + op.id + "'";
   const SchemaRef* first = nullptr;
+  size_t first_k = 0;
+  // Keys of different inputs must encode alike: their i-th fields have one type.
   for (size_t k = 0; k < inputs.size(); ++k) {
     const SchemaRef& in = inputs[k];
     if (in == nullptr) continue;
-    for (const std::string& f : op.key_by) {
+    const std::vector<std::string>& keys = op.KeyByOf(k);
+    const std::string& place = op.input_key_by.empty() ? at.key_by : op.Where("on");
+    for (size_t j = 0; j < keys.size(); ++j) {
+      const std::string& f = keys[j];
       int i = in->IndexOf(f);
       if (i < 0)
-        return ErrorAt(at.key_by, what + " has key_by '" + op.KeyByText() + "', but its input '" + op.inputs[k] +
-                                      "' emits " + in->ToString() + ", which has no field '" + f + "'");
-      if (first != nullptr && (*first)->IndexOf(f) >= 0 &&
-          (*first)->field(static_cast<size_t>((*first)->IndexOf(f))).type != in->field(static_cast<size_t>(i)).type)
-        return ErrorAt(at.key_by, what + " is keyed by '" + f + "', which is " +
-                                      FieldTypeName((*first)->field(static_cast<size_t>((*first)->IndexOf(f))).type) +
-                                      " in one input and " + FieldTypeName(in->field(static_cast<size_t>(i)).type) +
-                                      " in input '" + op.inputs[k] + "'");
+        return ErrorAt(place, what + (op.input_key_by.empty() ? " has key_by '" + op.KeyByText() + "'" : " is keyed by '" + f + "'") +
+                                  ", but its input '" + op.inputs[k] + "' emits " + in->ToString() +
+                                  ", which has no field '" + f + "'");
+      if (first == nullptr) continue;
+      const std::string& g = op.KeyByOf(first_k)[j];
+      const FieldType a = (*first)->field(static_cast<size_t>((*first)->IndexOf(g))).type;
+      const FieldType b = in->field(static_cast<size_t>(i)).type;
+      if (a != b)
+        return ErrorAt(place, what + " is keyed by '" + g + "', which is " + FieldTypeName(a) + " in input '" +
+                                  op.inputs[first_k] + "', and by '" + f + "', which is " + FieldTypeName(b) +
+                                  " in input '" + op.inputs[k] + "'");
     }
-    if (first == nullptr) first = &in;
+    if (first == nullptr) {
+      first = &in;
+      first_k = k;
+    }
   }
   if (t.output_schema) return t.output_schema(op, inputs, out);
   if (t.role == OperatorRole::kSink) {

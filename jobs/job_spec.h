@@ -35,6 +35,9 @@ struct OperatorConfig {
   uint32_t parallelism = 1;
   std::vector<std::string> inputs;  // operator ids; empty for sources
   std::vector<std::string> key_by;  // field names; non-empty: the input edges are hash-partitioned by them
+  // Per input, for types whose inputs are keyed by different fields (join's `on`, set by
+  // OperatorType::input_keys); empty: every input is keyed by key_by.
+  std::vector<std::vector<std::string>> input_key_by;
   std::map<std::string, std::string> params;                // scalar parameters
   std::map<std::string, std::vector<ParamEntry>> entries;   // map and list parameters
   std::map<std::string, std::string> places;  // where each parameter given in the YAML is
@@ -51,6 +54,12 @@ struct OperatorConfig {
   const std::string& Where(const std::string& name) const;
   // "a, b": key_by for messages.
   std::string KeyByText() const;
+  // The fields input `input` is hash-partitioned by (empty: it is not).
+  const std::vector<std::string>& KeyByOf(size_t input) const {
+    return input_key_by.empty() ? key_by : input_key_by[input];
+  }
+  // Its inputs are hash-partitioned (key_by or input_key_by).
+  bool keyed() const { return !key_by.empty() || !input_key_by.empty(); }
 };
 
 struct JobSpec {

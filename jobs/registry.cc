@@ -44,6 +44,7 @@ const char* ParamTypeName(ParamType t) {
     case ParamType::kBool: return "boolean";
     case ParamType::kMap: return "map";
     case ParamType::kList: return "list";
+    case ParamType::kMapOfLists: return "map of lists";
   }
   return "?";
 }

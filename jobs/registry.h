@@ -33,8 +33,9 @@
 namespace cairn {
 
 // kMap: a YAML map of scalars (OperatorConfig::GetEntries, in YAML order); kList: a scalar or a
-// list of scalars (entries with empty keys).
-enum class ParamType { kString, kInt, kDouble, kDuration, kBool, kMap, kList };
+// list of scalars (entries with empty keys); kMapOfLists: a map whose values are each a scalar or
+// a list of scalars (one entry per value, keyed by its map key, in YAML order).
+enum class ParamType { kString, kInt, kDouble, kDuration, kBool, kMap, kList, kMapOfLists };
 const char* ParamTypeName(ParamType t);
 
 // One parameter of an operator type: the YAML key `name` of the operator's entry.
@@ -54,7 +55,11 @@ enum class OperatorRole { kSource, kTransform, kSink };
 struct OperatorType {
   std::string name;
   OperatorRole role = OperatorRole::kTransform;
-  bool keyed = false;  // needs key_by, gets keyed state
+  bool keyed = false;  // needs key_by (or input_keys), gets keyed state
+  // Optional, for keyed types whose inputs are keyed by different fields (join): sets
+  // config->input_key_by (one list per input, of equal lengths) from its parameters once they are
+  // read; InvalidArgument at config->Where(param) when they do not fit. key_by is then refused.
+  std::function<Status(OperatorConfig* config)> input_keys;
   // The schema of the records it emits, from its config and the schemas of its inputs (in the
   // order of OperatorConfig::inputs; an input on a feedback edge not derived yet is null).
   // Errors are InvalidArgument starting with the place they are about (config.Where(param)).

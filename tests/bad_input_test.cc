@@ -70,6 +70,11 @@ std::vector<std::string> Run(std::vector<std::string> extra) {
 }
 
 // An operator `big` of `type` reading from tokenize, with `param` (one line, "key: value").
+// A join `big` of tokenize and count (lines 21-25 after the base job).
+std::string Join(const std::string& on, const std::string& select) {
+  return "  - id: big\n    type: join\n    inputs: [tokenize, count]\n    on: " + on + "\n    select: " + select + "\n";
+}
+
 std::string Big(const std::string& type, const std::string& param) {
   return "  - id: big\n    type: " + type + "\n    inputs: [tokenize]\n    " + param + "\n";
 }
@@ -185,6 +190,27 @@ const BadInput kTable[] = {
     {"AggregateWithoutAggregates", "    inputs: [source]\n",
      "    inputs: [source]\n" + Big("aggregate", "key_by: word\n    aggregates: {}"), kRun, {},
      {"{job}:17:17: operator 'big' has no aggregates"}},
+    // ---- join: an operator `big` of tokenize (word string) and count (word string, count int64)
+    // after the sink, at lines 21-25
+    {"JoinOnUnknownInput", "    inputs: [count]\n", "    inputs: [count]\n" + Join("{tokenize: [word], sink: [word]}", "{w: \"tokenize.word\"}"),
+     kRun, {}, {"{job}:24:35: operator 'big' (type join): on names 'sink', which is not one of its inputs (tokenize, count)"}},
+    {"JoinOnOneSideOnly", "    inputs: [count]\n", "    inputs: [count]\n" + Join("{tokenize: [word]}", "{w: \"tokenize.word\"}"),
+     kRun, {}, {"{job}:24:9: operator 'big' (type join): on must name the key fields of input 'count'"}},
+    {"JoinOnKeyCountMismatch", "    inputs: [count]\n",
+     "    inputs: [count]\n" + Join("{tokenize: [word], count: [word, count]}", "{w: \"tokenize.word\"}"), kRun, {},
+     {"{job}:24:9: operator 'big' (type join): on names 1 key fields of 'tokenize' but 2 of 'count'; they pair up in order"}},
+    {"JoinOnTypeMismatch", "    inputs: [count]\n",
+     "    inputs: [count]\n" + Join("{tokenize: [word], count: [count]}", "{w: \"tokenize.word\"}"), kRun, {},
+     {"{job}:24:9: operator 'big' is keyed by 'word', which is string in input 'tokenize', and by 'count', which is int64 in input 'count'"}},
+    {"JoinOnUnknownField", "    inputs: [count]\n",
+     "    inputs: [count]\n" + Join("{tokenize: [wrod], count: [word]}", "{w: \"tokenize.word\"}"), kRun, {},
+     {"{job}:24:9: operator 'big' is keyed by 'wrod', but its input 'tokenize' emits (word string), which has no field 'wrod'"}},
+    {"JoinSelectAmbiguousField", "    inputs: [count]\n",
+     "    inputs: [count]\n" + Join("{tokenize: [word], count: [word]}", "{w: word}"), kRun, {},
+     {"{job}:25:17: operator 'big': select.w, column 1: field 'word' is ambiguous: qualify it with its input (fields: tokenize.word, count.word, count.count)"}},
+    {"JoinWithKeyBy", "    inputs: [count]\n",
+     "    inputs: [count]\n" + Join("{tokenize: [word], count: [word]}", "{w: \"tokenize.word\"}") + "    key_by: word\n", kRun, {},
+     {"{job}:26:13: operator 'big' (type join) names the key fields of each input in its parameters, not in key_by"}},
     // ---- file formats (file_source, file_sink: docs/configuration.md, "Formats")
     {"SourceFormatUnknown", "    path: {in}\n  - id: tokenize",
      "    path: {in}\n    format: xml\n  - id: tokenize", kRun, {},

@@ -622,7 +622,8 @@ std::string RenderOperatorReference() {
     if (t.role == OperatorRole::kSource) md << " Takes no `inputs`.";
     if (t.role == OperatorRole::kSink) md << " Emits nothing; no operator may read from it.";
     md << "\n";
-    md << (t.keyed ? "- Keyed: yes. REQUIRES: `key_by`, the key field(s), in every input.\n"
+    md << (t.input_keys ? "- Keyed: yes, each input by the key fields its parameters name. `key_by` is not allowed.\n"
+           : t.keyed    ? "- Keyed: yes. REQUIRES: `key_by`, the key field(s), in every input.\n"
                    : "- Keyed: no. `key_by` is not allowed.\n");
     md << "\n";
     if (t.params.empty()) md << "No parameters.\n\n";
@@ -640,7 +641,8 @@ std::string RenderOperatorReference() {
         case ParamType::kDuration: md << " REQUIRES: a duration."; break;
         case ParamType::kBool: md << " REQUIRES: `true` or `false`."; break;
         case ParamType::kMap:
-        case ParamType::kList: break;
+        case ParamType::kList:
+        case ParamType::kMapOfLists: break;
       }
       md << "\n\n";
     }

@@ -62,6 +62,11 @@ bool Lex(std::string_view s, std::vector<Token>* out, Error* err) {
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t b = i;
       while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+      // A qualified name, `input.field` (a join's fields): one identifier.
+      while (i + 1 < s.size() && s[i] == '.' && (std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_')) {
+        ++i;
+        while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+      }
       t.kind = Tok::kIdent;
       t.text = std::string(s.substr(b, i - b));
     } else if (std::isdigit(static_cast<unsigned char>(c)) ||
@@ -682,6 +687,19 @@ class Checker {
       case Node::kNull: *out = Null(); return true;
       case Node::kField: {
         int f = schema_.IndexOf(n.text);
+        if (f < 0 && n.text.find('.') == std::string::npos) {
+          // An unqualified name stands for the one qualified field `<input>.<name>`, if just one.
+          int matches = 0;
+          for (size_t k = 0; k < schema_.size(); ++k) {
+            const std::string& name = schema_.field(k).name;
+            if (name.size() > n.text.size() && name[name.size() - n.text.size() - 1] == '.' &&
+                name.compare(name.size() - n.text.size(), n.text.size(), n.text) == 0 && matches++ == 0)
+              f = static_cast<int>(k);
+          }
+          if (matches > 1)
+            return Fail(n.col, "field '" + n.text + "' is ambiguous: qualify it with its input (fields: " +
+                                   schema_.FieldNames() + ")");
+        }
         if (f < 0) return Fail(n.col, "unknown field '" + n.text + "' (fields: " + schema_.FieldNames() + ")");
         ExprInstr in;
         in.op = ExprOp::kField;

@@ -162,7 +162,7 @@ void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<Subt
     const OperatorConfig& consumer = spec.operators[plan.chains[e.to_chain].ops.front()];
     KeySelector key;
     if (e.hash) {
-      Status s = KeySelector::Make(*schema, consumer.key_by, &key);
+      Status s = KeySelector::Make(*schema, consumer.KeyByOf(static_cast<size_t>(e.to_input)), &key);
       if (!s.ok()) std::abort();  // the loader checked every key_by field against every input
     }
     auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {

@@ -20,7 +20,7 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     const OperatorConfig& cb = spec.operators[b];
     const OperatorType* tb = FindOperatorType(cb.type);
     if (tb != nullptr && tb->chain_head) return false;
-    return cb.inputs.size() == 1 && index[cb.inputs[0]] == a && consumers[a].size() == 1 && cb.key_by.empty() &&
+    return cb.inputs.size() == 1 && index[cb.inputs[0]] == a && consumers[a].size() == 1 && !cb.keyed() &&
            cb.parallelism == spec.operators[a].parallelism;
   };
 
@@ -74,7 +74,7 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     const OperatorConfig& c = spec.operators[head];
     for (int k = 0; k < static_cast<int>(c.inputs.size()); ++k) {
       int from_op = index[c.inputs[k]];
-      plan.edges.push_back(PlanEdge{chain_of[from_op], ci, k, !c.key_by.empty(), feedback.count({head, k}) > 0});
+      plan.edges.push_back(PlanEdge{chain_of[from_op], ci, k, c.keyed(), feedback.count({head, k}) > 0});
     }
   }
   return plan;

@@ -143,7 +143,7 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
     ce.producer = spec.operators[exec.chains[e.from_chain].ops.back()].id;
     ce.consumer = spec.operators[exec.chains[e.to_chain].ops.front()].id;
     ce.hash = e.hash;
-    ce.key_by = spec.operators[exec.chains[e.to_chain].ops.front()].key_by;
+    ce.key_by = spec.operators[exec.chains[e.to_chain].ops.front()].KeyByOf(static_cast<size_t>(e.to_input));
     ce.schema = spec.schemas[exec.chains[e.from_chain].ops.back()];
     ce.new_producers = exec.chains[e.from_chain].parallelism;
     ce.new_consumers = exec.chains[e.to_chain].parallelism;

@@ -149,6 +149,12 @@ int CmdValidate(const std::vector<std::string>& args) {
     const OperatorConfig& op = spec.operators[i];
     std::string what = spec.schemas[i] ? spec.schemas[i]->ToString() : "nothing (a sink)";
     if (!op.key_by.empty()) what += "  (reads its inputs keyed by " + op.KeyByText() + ")";
+    for (size_t k = 0; k < op.input_key_by.size(); ++k) {
+      std::string keys;
+      for (const std::string& f : op.input_key_by[k]) keys += (keys.empty() ? "" : ", ") + f;
+      what += std::string(k == 0 ? "  (reads " : ", ") + op.inputs[k] + " keyed by " + keys +
+              (k + 1 == op.input_key_by.size() ? ")" : "");
+    }
     printf("    %-*s  %s\n", static_cast<int>(width), op.id.c_str(), what.c_str());
   }
   // A cycle is legal, but its records circulate until the job ends: if they multiply, the job
