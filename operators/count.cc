@@ -66,13 +66,9 @@ class Count final : public Operator, public KeyedSummary {
         if (i + 8 < n) state_->PrefetchKey(hashes[i + 8]);
         std::string_view w = in.GetString(i, kf);
         int64_t count = state_->AddHashed(w, hashes[i], 1);
-        size_t r = out->AddRow();
-        if (in.IsNull(i, kf)) {
-          out->SetNull(r, 0);
-        } else {
-          out->SetString(r, 0, w);
-        }
-        out->SetInt64(r, 1, count);
+        RecordBatch::RowWriter row = out->AppendRow();  // (word, count); a null word stays null
+        if (!in.IsNull(i, kf)) row.SetString(0, w);
+        row.SetInt64(1, count);
       }
       return Status::OK();
     }
