@@ -45,7 +45,7 @@ class BatchArena {
  public:
   BatchArena() = default;
   ~BatchArena() {
-    if (capacity_ > 0) delete[] data_;
+    if (data_ != kNone) delete[] data_;
   }
   BatchArena(const BatchArena& o) { *this = o; }
   BatchArena& operator=(const BatchArena& o) {
@@ -87,7 +87,7 @@ class BatchArena {
     size_t cap = std::max<size_t>({need, capacity_ * 2, 256});
     char* next = new char[cap];
     if (size_ > 0) std::memcpy(next, data_, size_);
-    if (capacity_ > 0) delete[] data_;
+    if (data_ != kNone) delete[] data_;
     data_ = next;
     capacity_ = cap;
   }
@@ -193,9 +193,9 @@ class RecordBatch {
     NewRow();
     return rows_ - 1;
   }
-  // Sets the fields of one new row (AppendRow), keeping the row's place and null bits at hand
-  // instead of finding them again per field. Fields not set stay null. Valid until the batch's
-  // next row is added.
+  // Sets the fields of one new row (AppendRow), keeping the row's place at hand instead of
+  // finding it again per field. Fields not set stay null; the batch's own setters may be mixed
+  // with it. Valid until the batch's next row is added.
   class RowWriter {
    public:
     void SetInt64(size_t f, int64_t v) {
@@ -212,15 +212,13 @@ class RecordBatch {
 
    private:
     friend class RecordBatch;
-    RowWriter(RecordBatch* b, uint64_t* cells) : b_(b), cells_(cells), nulls_(cells[0]) {}
+    RowWriter(RecordBatch* b, uint64_t* cells) : b_(b), cells_(cells) {}
     void Set(size_t f, uint64_t v) {
       cells_[f + 1] = v;
-      nulls_ &= ~(uint64_t{1} << f);
-      cells_[0] = nulls_;
+      cells_[0] &= ~(uint64_t{1} << f);
     }
     RecordBatch* b_;
-    uint64_t* cells_;
-    uint64_t nulls_;
+    uint64_t* cells_;  // of the row (the arena is elsewhere: appending strings does not move them)
   };
   // Appends a row with every field null; set its fields through the writer.
   RowWriter AppendRow() { return RowWriter(this, NewRow()); }
