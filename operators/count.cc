@@ -36,10 +36,11 @@ class Count final : public Operator, public KeyedSummary {
     const size_t n = in.size();
     const size_t nk = key_at.size();
     hashes_.resize(n);
+    const bool carried = in.HasKeyHashes(key_at);
     if (state_ == nullptr) {  // the RocksDB backend
       for (size_t i = 0; i < n; ++i) {
         std::string_view key = key_.Key(in, i, &scratch_);
-        uint64_t hash = KeyHash(key);
+        uint64_t hash = carried ? in.key_hash(i) : KeyHash(key);
         int64_t c = 0;
         if (!counts_->Get(key, hash, &c)) c = 0;
         counts_->Put(key, hash, ++c);
@@ -47,29 +48,34 @@ class Count final : public Operator, public KeyedSummary {
       }
       return Status::OK();
     }
-    if (key_.single_bytes()) {  // the word count: the key is the word itself
+    // The hash edge sends the key hashes along (RecordBatch::HasKeyHashes); batches without
+    // them (e.g. restored in-flight records) are hashed here.
+    const uint64_t* hashes = hashes_.data();
+    if (carried) {
+      hashes = in.key_hashes();
+    } else if (key_.single_bytes()) {
       const size_t kf = static_cast<size_t>(key_at[0]);
       for (size_t i = 0; i < n; ++i) hashes_[i] = KeyHash(in.GetString(i, kf));
+    } else {
+      for (size_t i = 0; i < n; ++i) hashes_[i] = key_.Hash(in, i, &scratch_);
+    }
+    if (key_.single_bytes()) {  // the word count: the key is the word itself
+      const size_t kf = static_cast<size_t>(key_at[0]);
       for (size_t i = 0; i < n; ++i) {
-        if (i + 16 < n) state_->PrefetchSlot(hashes_[i + 16]);
-        if (i + 8 < n) state_->PrefetchKey(hashes_[i + 8]);
+        if (i + 16 < n) state_->PrefetchSlot(hashes[i + 16]);
+        if (i + 8 < n) state_->PrefetchKey(hashes[i + 8]);
         std::string_view w = in.GetString(i, kf);
-        int64_t count = state_->AddHashed(w, hashes_[i], 1);
-        size_t r = out->AddRow();
-        if (in.IsNull(i, kf)) {
-          out->SetNull(r, 0);
-        } else {
-          out->SetString(r, 0, w);
-        }
-        out->SetInt64(r, 1, count);
+        int64_t count = state_->AddHashed(w, hashes[i], 1);
+        RecordBatch::RowWriter row = out->AppendRow();  // (word, count); a null word stays null
+        if (!in.IsNull(i, kf)) row.SetString(0, w);
+        row.SetInt64(1, count);
       }
       return Status::OK();
     }
-    for (size_t i = 0; i < n; ++i) hashes_[i] = key_.Hash(in, i, &scratch_);
     for (size_t i = 0; i < n; ++i) {
-      if (i + 16 < n) state_->PrefetchSlot(hashes_[i + 16]);
-      if (i + 8 < n) state_->PrefetchKey(hashes_[i + 8]);
-      int64_t count = state_->AddHashed(key_.Key(in, i, &scratch_), hashes_[i], 1);
+      if (i + 16 < n) state_->PrefetchSlot(hashes[i + 16]);
+      if (i + 8 < n) state_->PrefetchKey(hashes[i + 8]);
+      int64_t count = state_->AddHashed(key_.Key(in, i, &scratch_), hashes[i], 1);
       size_t r = out->AddRow();
       for (size_t k = 0; k < nk; ++k) out->CopyFieldFrom(in, i, static_cast<size_t>(key_at[k]), r, k);
       out->SetInt64(r, nk, count);

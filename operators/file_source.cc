@@ -213,7 +213,7 @@ class FileSource final : public SourceOperator, public SkippedRecords {
       pos_ = buf_off_ + std::min(nl + 1, buf_.size());
       ++examined;
       if (parser_ == nullptr) {
-        out->SetString(out->AddRow(), 0, text);
+        out->AppendRow().SetString(0, text);
         ++n;
         continue;
       }

@@ -19,7 +19,7 @@ class Tokenize final : public Operator {
         while (j < n && kIsAsciiSpace[p[j]]) ++j;
         size_t start = j;
         while (j < n && !kIsAsciiSpace[p[j]]) ++j;
-        if (j > start) out->SetString(out->AddRow(), 0, line.substr(start, j - start));
+        if (j > start) out->AppendRow().SetString(0, line.substr(start, j - start));
       }
     }
     return Status::OK();

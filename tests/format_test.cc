@@ -3,6 +3,7 @@
 // malformed records with the field at fault. Writing then reading gives the rows back.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -316,6 +317,35 @@ TEST(RecordFormatTest, LinesJoinTheFieldsByTabAsTheWordCountSinkDid) {
   std::string header;
   AppendCsvHeader(*SixFields(), ',', &header);
   EXPECT_EQ(header, "s,b,i,d,ok,t\n");
+}
+
+TEST(RecordFormatTest, LinesOfABatchAreTheLinesOfItsRowsWhateverTheirLengthsAndNulls) {
+  // String, bytes and int64 fields take the batch path (a buffer per run of rows); rows longer
+  // than its buffer, nulls and the extreme int64s must come out as AppendRecord writes them.
+  RecordBatch b(MakeSchema({{"w", FieldType::kString}, {"n", FieldType::kInt64}, {"x", FieldType::kBytes}}));
+  std::mt19937 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    RecordBatch::RowWriter w = b.AppendRow();
+    if (i % 11 != 3) w.SetString(0, std::string(i % 500 == 0 ? 20000 : rng() % 40, static_cast<char>('a' + i % 26)));
+    if (i % 13 != 5)
+      w.SetInt64(1, i % 3 == 0 ? std::numeric_limits<int64_t>::min() : i % 3 == 1 ? std::numeric_limits<int64_t>::max()
+                                                                                  : static_cast<int64_t>(rng()) - (1 << 30));
+    if (i % 2 == 0) w.SetString(2, std::string(i % 9, '\0'));
+  }
+  std::string expected, got, scratch;
+  for (size_t i = 0; i < b.size(); ++i) AppendRecord(RecordWriterOptions{}, b, i, &scratch, &expected);
+  got = "before\n";
+  AppendRecords(RecordWriterOptions{}, b, &scratch, &got);
+  EXPECT_EQ(got, "before\n" + expected);
+  // Other types take the field-by-field path; the same lines.
+  RecordBatch d(MakeSchema({{"w", FieldType::kString}, {"v", FieldType::kDouble}}));
+  RecordBatch::RowWriter w = d.AppendRow();
+  w.SetString(0, "pi");
+  d.SetDouble(0, 1, 3.25);
+  d.AppendRow();
+  got.clear();
+  AppendRecords(RecordWriterOptions{}, d, &scratch, &got);
+  EXPECT_EQ(got, "pi\t3.25\n\t\n");
 }
 
 TEST(RecordFormatTest, FormatNames) {

@@ -17,6 +17,7 @@
 #include "engine/base/storage_faults.h"
 #include "engine/dataflow/operator.h"
 #include "engine/dataflow/operator_capabilities.h"
+#include "engine/dataflow/record_codec.h"
 #include "jobs/registry.h"
 #include "state/keyed_state.h"
 #include "tests/test_util.h"
@@ -453,6 +454,36 @@ TEST(CountTest, EmitsTheRunningCountOfEveryWord) {
   int64_t v = 0;
   ASSERT_TRUE(state.Get("a", &v));
   EXPECT_EQ(v, 3);
+}
+
+TEST(CountTest, CountsTheSameWithTheHashesAHashEdgeCarriesAndWithout) {
+  // With carried hashes (from a hash edge) and without (e.g. restored in-flight records), on
+  // both the single-string key path and a composite key.
+  for (const std::vector<std::string>& key_by : {std::vector<std::string>{"key"}, std::vector<std::string>{"key", "a"}}) {
+    OperatorConfig config = Config("count", "count");
+    config.key_by = key_by;
+    auto op = Create(config);
+    OperatorContext ctx = Context("count");
+    KeyedInt64State state(128, ctx.key_groups);
+    ctx.keyed_state = &state;
+    ASSERT_TRUE(op->Open(ctx).ok());
+    KeySelector key;
+    ASSERT_TRUE(KeySelector::Make(*KeyValueSchema(), key_by, &key).ok());
+    RecordBatch plain = Batch({"a", "b", "a", "c", "a"});
+    RecordBatch hashed;
+    hashed.set_key_hash_fields(key.fields());
+    std::string scratch;
+    for (size_t i = 0; i < plain.size(); ++i) hashed.AddFromWithHash(plain, i, key.Hash(plain, i, &scratch));
+    ASSERT_TRUE(hashed.HasKeyHashes(key.fields()));
+    RecordBatch out;
+    ASSERT_TRUE(op->Process(0, hashed, &out).ok());
+    ASSERT_TRUE(op->Process(0, plain, &out).ok());
+    ASSERT_EQ(out.size(), 10u);
+    std::vector<int64_t> counts;
+    for (size_t i = 0; i < out.size(); ++i) counts.push_back(out.GetInt64(i, key_by.size()));
+    EXPECT_THAT(counts, ElementsAre(1, 1, 2, 1, 3, 4, 2, 5, 2, 6));
+    EXPECT_TRUE(state.foreign_key_error().ok());
+  }
 }
 
 TEST(CountTest, ContinuesFromRestoredCounts) {

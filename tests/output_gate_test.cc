@@ -100,6 +100,57 @@ TEST(OutputGateTest, HashEdgePutsEveryRecordOnTheChannelOfTheSubtaskOwningItsKey
   for (const auto& [k, n] : seen) EXPECT_EQ(n, 1) << k;
 }
 
+TEST(OutputGateTest, HashEdgeBatchesCarryTheKeyHashOfEveryRecordAlsoInRecycledBatches) {
+  constexpr uint32_t kParallelism = 3;
+  Downstream down(kParallelism);
+  OutputGate gate(kMaxParallelism);
+  KeySelector key = KeyField();
+  gate.AddHashEdge(down.channels(), key);
+  size_t records = 0;
+  for (int round = 0; round < 3; ++round) {  // later rounds append to batches given back
+    RecordBatch batch;
+    for (int i = 0; i < 3000; ++i) batch.Add(Key(round * 3000 + i), i);
+    ASSERT_TRUE(gate.Emit(&batch));
+    ASSERT_TRUE(gate.Flush());
+    for (uint32_t s = 0; s < kParallelism; ++s)
+      for (StreamElement& e : down.Take(s)) {
+        if (e.kind != StreamElement::Kind::kBatch) continue;
+        ASSERT_TRUE(e.batch->HasKeyHashes(key.fields()));
+        for (size_t i = 0; i < e.batch->size(); ++i, ++records) {
+          ASSERT_EQ(e.batch->key_hash(i), KeyHash(e.batch->key(i))) << e.batch->key(i);
+          EXPECT_EQ(OwnerOf(e.batch->key(i), kParallelism), s);
+        }
+        down.channels()[s]->Recycle(std::move(e.batch));
+      }
+  }
+  EXPECT_EQ(records, 9000u);
+}
+
+TEST(OutputGateTest, HashEdgeOfACompositeKeyCarriesItsSelectorsHash) {
+  Downstream down(2);
+  OutputGate gate(kMaxParallelism);
+  KeySelector key;
+  ASSERT_TRUE(KeySelector::Make(*KeyValueSchema(), {"a", "key"}, &key).ok());
+  gate.AddHashEdge(down.channels(), key);
+  RecordBatch batch;
+  for (int i = 0; i < 500; ++i) batch.Add(Key(i % 7), i);
+  ASSERT_TRUE(gate.Emit(&batch));
+  ASSERT_TRUE(gate.Flush());
+  std::string scratch;
+  size_t records = 0;
+  for (size_t s = 0; s < 2; ++s)
+    for (const StreamElement& e : down.Take(s)) {
+      ASSERT_TRUE(e.batch->HasKeyHashes(key.fields()));
+      EXPECT_FALSE(e.batch->HasKeyHashes(KeyField().fields()));
+      for (size_t i = 0; i < e.batch->size(); ++i, ++records) {
+        uint64_t h = key.Hash(*e.batch, i, &scratch);
+        EXPECT_EQ(e.batch->key_hash(i), h);
+        EXPECT_EQ(SubtaskForKeyGroup(KeyGroupOf(h, kMaxParallelism), kMaxParallelism, 2), s);
+      }
+    }
+  EXPECT_EQ(records, 500u);
+}
+
 TEST(OutputGateTest, HashEdgeKeepsTheValuesWithTheirKeys) {
   Downstream down(2);
   OutputGate gate(kMaxParallelism);

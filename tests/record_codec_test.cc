@@ -89,6 +89,154 @@ TEST(RecordBatchTest, ResetToAnotherSchemaEmptiesTheBatch) {
   EXPECT_TRUE(b.empty());
 }
 
+TEST(RecordBatchTest, ARowWriterSetsItsFieldsAndLeavesTheOthersNull) {
+  RecordBatch b(AllTypes());
+  {
+    RecordBatch::RowWriter w = b.AppendRow();
+    w.SetString(0, "word");
+    w.SetInt64(2, -3);
+    EXPECT_EQ(w.row(), 0u);
+  }
+  b.AppendRow().SetString(1, std::string("\0x", 2));
+  b.AppendRow();
+  const RecordBatch& c = b;
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(c.null_bits(0), 0b111010u);
+  EXPECT_EQ(b.GetString(0, 0), "word");
+  EXPECT_EQ(b.GetInt64(0, 2), -3);
+  EXPECT_EQ(b.GetDouble(0, 3), 0.0);  // null fields read as 0
+  EXPECT_EQ(c.null_bits(1), 0b111101u);
+  EXPECT_EQ(b.GetString(1, 1), std::string("\0x", 2));
+  EXPECT_EQ(b.GetString(1, 0), "");
+  EXPECT_EQ(c.null_bits(2), 0b111111u);
+  EXPECT_EQ(b.GetInt64(2, 2), 0);
+}
+
+TEST(RecordBatchTest, StringsSurviveTheArenaGrowingAndAnEmptyBatchReadsEmptyStrings) {
+  RecordBatch empty(AllTypes());
+  empty.AddRow();
+  EXPECT_NE(empty.GetString(0, 0).data(), nullptr);
+  EXPECT_EQ(empty.GetString(0, 0), "");
+  RecordBatch b(MakeSchema({{"w", FieldType::kString}}));
+  for (int i = 0; i < 10000; ++i) b.AppendRow().SetString(0, std::string(static_cast<size_t>(i % 37), 'a' + i % 26));
+  RecordBatch copy = b;
+  b.clear();
+  for (int i = 0; i < 10000; ++i)
+    ASSERT_EQ(copy.GetString(static_cast<size_t>(i), 0), std::string(static_cast<size_t>(i % 37), 'a' + i % 26)) << i;
+}
+
+// A batch of `keys` whose rows carry the KeyHash of field 0, as a hash edge appends them.
+RecordBatch Hashed(const RecordBatch& from) {
+  RecordBatch b(from.schema());
+  b.set_key_hash_fields({0});
+  for (size_t i = 0; i < from.size(); ++i) b.AddFromWithHash(from, i, KeyHash(from.key(i)));
+  return b;
+}
+
+RecordBatch Keys(int n, int from = 0) {
+  RecordBatch b;
+  for (int i = from; i < from + n; ++i) b.Add("key-" + std::to_string(i), i);
+  return b;
+}
+
+// Every row's carried hash is the KeyHash of its key.
+::testing::AssertionResult HashesMatchKeys(const RecordBatch& b) {
+  if (!b.HasKeyHashes({0})) return ::testing::AssertionFailure() << "the batch carries no hashes of field 0";
+  for (size_t i = 0; i < b.size(); ++i)
+    if (b.key_hash(i) != KeyHash(b.key(i)) || b.key_hashes()[i] != b.key_hash(i))
+      return ::testing::AssertionFailure() << "row " << i << " (" << b.key(i) << ") carries another hash";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(RecordBatchTest, KeyHashesTravelWithTheirRowsThroughCopiesMovesAndSlices) {
+  RecordBatch h = Hashed(Keys(300));
+  EXPECT_TRUE(HashesMatchKeys(h));
+  EXPECT_FALSE(h.HasKeyHashes({1}));  // hashes of another key
+  EXPECT_FALSE(h.HasKeyHashes({0, 1}));
+
+  RecordBatch copy;
+  copy = h;
+  EXPECT_TRUE(HashesMatchKeys(copy));
+  RecordBatch moved = std::move(copy);
+  EXPECT_TRUE(HashesMatchKeys(moved));
+  RecordBatch swapped;
+  swap(swapped, moved);
+  EXPECT_TRUE(HashesMatchKeys(swapped));
+
+  RecordBatch slice;  // the task's slice of a flow-controlled batch
+  slice.AppendRange(h, 100, 250);
+  ASSERT_EQ(slice.size(), 150u);
+  EXPECT_EQ(slice.key(0), "key-100");
+  EXPECT_TRUE(HashesMatchKeys(slice));
+  slice.AppendRange(h, 0, 10);  // more of the same key fields
+  EXPECT_TRUE(HashesMatchKeys(slice));
+  EXPECT_EQ(slice.size(), 160u);
+
+  // Recycled: cleared and refilled, by a hash edge or otherwise.
+  slice.clear();
+  EXPECT_TRUE(slice.HasKeyHashes({0}));  // vacuously: no rows
+  slice.AppendRange(Hashed(Keys(5, 1000)), 0, 5);
+  EXPECT_TRUE(HashesMatchKeys(slice));
+  slice.clear();
+  slice.AppendRange(Keys(5), 0, 5);
+  EXPECT_FALSE(slice.HasKeyHashes({0}));
+}
+
+TEST(RecordBatchTest, ARowWithoutAHashInvalidatesTheBatchsHashesUntilItIsCleared) {
+  RecordBatch keys = Keys(10);
+  RecordBatch h = Hashed(keys);
+  h.AddFrom(keys, 3);
+  EXPECT_FALSE(h.HasKeyHashes({0}));
+  h.AddFromWithHash(keys, 4, KeyHash(keys.key(4)));  // a hash after a row without: still invalid
+  EXPECT_FALSE(h.HasKeyHashes({0}));
+  RecordBatch copy = h;
+  EXPECT_FALSE(copy.HasKeyHashes({0}));
+  RecordBatch appended;
+  appended.AppendRange(h, 0, h.size());  // no hashes to take
+  EXPECT_FALSE(appended.HasKeyHashes({0}));
+  EXPECT_EQ(appended.size(), 12u);
+
+  for (auto add : {+[](RecordBatch* b) { b->AddRow(); }, +[](RecordBatch* b) { b->Add("x"); },
+                   +[](RecordBatch* b) { b->AppendRow(); }}) {
+    RecordBatch b = Hashed(keys);
+    add(&b);
+    EXPECT_FALSE(b.HasKeyHashes({0}));
+    b.clear();
+    b.AddFromWithHash(keys, 0, KeyHash(keys.key(0)));
+    EXPECT_TRUE(HashesMatchKeys(b));
+  }
+
+  // Rows of another key's hashes do not mix with these.
+  RecordBatch other(keys.schema());
+  other.set_key_hash_fields({1});
+  other.AddFromWithHash(keys, 0, 42);
+  RecordBatch mixed = Hashed(keys);
+  mixed.AppendRange(other, 0, 1);
+  EXPECT_FALSE(mixed.HasKeyHashes({0}));
+  EXPECT_FALSE(mixed.HasKeyHashes({1}));
+  EXPECT_EQ(mixed.key(10), "key-0");
+  // Changing the key fields of a batch with rows drops its hashes; of an empty one, keeps none.
+  RecordBatch changed = Hashed(keys);
+  changed.set_key_hash_fields({1});
+  EXPECT_FALSE(changed.HasKeyHashes({1}));
+  EXPECT_FALSE(changed.HasKeyHashes({0}));
+  // Another schema: no key fields.
+  changed.Reset(MakeSchema({{"w", FieldType::kString}}));
+  EXPECT_TRUE(changed.key_hash_fields().empty());
+}
+
+TEST(RecordBatchTest, RowsDecodedFromChannelStateCarryNoHashes) {
+  RecordBatch h = Hashed(Keys(3));
+  std::string bytes;
+  for (size_t i = 0; i < h.size(); ++i) EncodeRow(h, i, &bytes);
+  RecordBatch back(h.schema());
+  back.set_key_hash_fields({0});
+  Decoder d(bytes);
+  for (size_t i = 0; i < h.size(); ++i) ASSERT_TRUE(DecodeRow(&d, &back));
+  EXPECT_FALSE(back.HasKeyHashes({0}));
+  EXPECT_EQ(back.key(2), "key-2");
+}
+
 TEST(RecordCodecTest, SchemasAndRowsRoundTripThroughTheirEncoding) {
   RecordBatch b = Sample();
   std::string bytes;

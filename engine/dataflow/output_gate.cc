@@ -5,14 +5,17 @@
 namespace cairn {
 
 void OutputGate::AddForwardEdge(Channel* ch) {
-  Edge e{false, {}, {}};
+  Edge e{false, {}, {}, {}};
   e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
   edges_.push_back(std::move(e));
 }
 
 void OutputGate::AddHashEdge(std::vector<Channel*> channels, KeySelector key) {
-  Edge e{true, {}, std::move(key)};
+  Edge e{true, {}, std::move(key), {}};
   for (Channel* ch : channels) e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
+  const uint32_t p = static_cast<uint32_t>(e.targets.size());
+  e.target_of.resize(max_parallelism_);
+  for (uint32_t kg = 0; kg < max_parallelism_; ++kg) e.target_of[kg] = static_cast<uint16_t>(SubtaskForKeyGroup(kg, max_parallelism_, p));
   edges_.push_back(std::move(e));
 }
 
@@ -49,11 +52,28 @@ bool OutputGate::Emit(RecordBatch* batch) {
       t.assigned += batch->size();
       continue;
     }
-    const uint32_t p = static_cast<uint32_t>(e.targets.size());
-    for (size_t i = 0; i < batch->size(); ++i) {
-      uint32_t kg = KeyGroupOf(e.key.Hash(*batch, i, &scratch_), max_parallelism_);
-      Target& t = e.targets[SubtaskForKeyGroup(kg, max_parallelism_, p)];
-      t.pending->AddFrom(*batch, i);
+    // Hash the batch's keys in one pass (or take the hashes it carries), then copy each record
+    // with its hash to the channel of its key group.
+    const size_t n = batch->size();
+    const uint64_t* hashes;
+    if (batch->HasKeyHashes(e.key.fields())) {
+      hashes = batch->key_hashes();
+    } else {
+      hashes_.resize(n);
+      if (e.key.single_bytes()) {
+        const size_t kf = static_cast<size_t>(e.key.fields()[0]);
+        for (size_t i = 0; i < n; ++i) hashes_[i] = KeyHash(batch->GetString(i, kf));
+      } else {
+        for (size_t i = 0; i < n; ++i) hashes_[i] = e.key.Hash(*batch, i, &scratch_);
+      }
+      hashes = hashes_.data();
+    }
+    for (Target& t : e.targets) t.pending->set_key_hash_fields(e.key.fields());
+    const uint16_t* target_of = e.target_of.data();
+    Target* targets = e.targets.data();
+    for (size_t i = 0; i < n; ++i) {
+      Target& t = targets[target_of[KeyGroupOf(hashes[i], max_parallelism_)]];
+      t.pending->AddFromWithHash(*batch, i, hashes[i]);
       ++t.assigned;
     }
   }

@@ -30,7 +30,9 @@ class OutputGate {
 
   void AddForwardEdge(Channel* ch);
   // Records go to the channel of the subtask owning their key group; `key` selects the key
-  // fields of the records emitted.
+  // fields of the records emitted (the consumer's key_by). The batches pushed carry each
+  // record's key hash (RecordBatch::HasKeyHashes for key.fields()), which the consumer may use
+  // instead of hashing the key again.
   void AddHashEdge(std::vector<Channel*> channels, KeySelector key);
 
   // Takes the records of `batch` (leaving it empty, possibly with another batch's capacity).
@@ -53,6 +55,7 @@ class OutputGate {
     bool hash;
     std::vector<Target> targets;
     KeySelector key;  // hash edges
+    std::vector<uint16_t> target_of;  // hash edges: key group -> index into targets (parallelism <= max_parallelism <= 32768)
   };
   bool PushPending(Target* t);
 
@@ -62,6 +65,7 @@ class OutputGate {
   uint64_t records_out_ = 0;
   BlockedHandler* handler_ = nullptr;
   std::string scratch_;  // composite keys
+  std::vector<uint64_t> hashes_;  // of the batch being emitted, per record
 };
 
 }  // namespace cairn
