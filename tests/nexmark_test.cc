@@ -394,6 +394,19 @@ TEST(NexmarkSourceTest, EmitsEveryEventOnceAcrossKillsAndRescaledRestores) {
   EXPECT_EQ(got, expected);
 }
 
+// The file variant's schema (jobs/nexmark/events-jsonl.yaml) is the source's record, field for
+// field, as `cairn validate` prints both.
+TEST(NexmarkSourceTest, TheJsonlFileSchemaIsTheSourceRecord) {
+  auto events_schema = [](const std::string& job) {
+    RunResult v = RunCairn({"validate", SourceDir() + "/jobs/nexmark/" + job});
+    EXPECT_EQ(v.exit_code, 0) << v.err;
+    const size_t at = v.out.find("    events  (");
+    EXPECT_NE(at, std::string::npos) << v.out;
+    return v.out.substr(at, v.out.find('\n', at) - at);
+  };
+  EXPECT_EQ(events_schema("events-jsonl.yaml"), events_schema("q0.yaml"));
+}
+
 // ---- The generator's model ---------------------------------------------------------------------
 
 std::string EventJson(const NexmarkGenerator& g, int64_t n) {
