@@ -394,6 +394,36 @@ TEST(NexmarkSourceTest, EmitsEveryEventOnceAcrossKillsAndRescaledRestores) {
   EXPECT_EQ(got, expected);
 }
 
+// Every parameter that `generate nexmark` takes reaches the same events as the source's.
+TEST(NexmarkSourceTest, GenerateAndTheSourceAgreeOnEveryParameter) {
+  ScratchDir dir;
+  std::vector<std::string> expected;
+  for (const std::string& l : Lines(ReadText(Generate(dir, 2000, {"--seed", "3", "--event-rate", "77", "--person-proportion", "2",
+                                                                   "--auction-proportion", "5", "--bid-proportion", "3",
+                                                                   "--base-time", "1000"}))))
+    expected.push_back(Canonical(l));
+  std::sort(expected.begin(), expected.end());
+  WriteText(dir / "job.yaml",
+            "job: nexmark-params\nparallelism: 2\ncheckpoint:\n  dir: " + dir / "ck" +
+                "\noperators:\n  - {id: events, type: nexmark, events: 2000, seed: 3, event_rate: 77, person_proportion: 2, "
+                "auction_proportion: 5, bid_proportion: 3, base_time: 1000}\n"
+                "  - {id: sink, type: file_sink, format: jsonl, path: " + dir / "out" + ", inputs: [events]}\n");
+  RunResult run = RunCairn({"run", dir / "job.yaml", "--quiet"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<std::string> got;
+  for (const std::string& l : CommittedLines(dir / "out")) got.push_back(Canonical(l));
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, expected);
+  // 2 persons, 5 auctions and 3 bids in every 10 events; 77 events per second of event time.
+  EXPECT_EQ(std::count_if(expected.begin(), expected.end(),
+                          [](const std::string& e) { return e.find("event_type=0|") != std::string::npos; }),
+            400);
+  EXPECT_NE(std::find_if(expected.begin(), expected.end(),
+                         [](const std::string& e) { return e.find("date_time=26961|") != std::string::npos; }),
+            expected.end())
+      << "event 1999 at 1000 + 1999 * 1000 / 77 ms";
+}
+
 // The file variant's schema (jobs/nexmark/events-jsonl.yaml) is the source's record, field for
 // field, as `cairn validate` prints both.
 TEST(NexmarkSourceTest, TheJsonlFileSchemaIsTheSourceRecord) {
