@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test bench bench-micro faults fuzz soak test-asan test-tsan clean
+.PHONY: all deps build run test bench nexmark bench-micro faults fuzz soak test-asan test-tsan clean
 
 all: build
 
@@ -27,6 +27,11 @@ test: build
 # Macro-benchmarks (docs/benchmarks.md); `make bench BENCH_ARGS=--quick` for a smoke test.
 bench: build
 	$(BUILD)/cairn-bench $(BENCH_ARGS)
+
+# The Nexmark queries at parallelism 1 and 2 (docs/benchmarks.md, "Nexmark");
+# `make nexmark BENCH_ARGS=--quick` for a smoke test.
+nexmark: build
+	$(BUILD)/cairn-bench --only nexmark $(BENCH_ARGS)
 
 # Micro-benchmarks of the hot paths (Google Benchmark; about two minutes).
 bench-micro: build

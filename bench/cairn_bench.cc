@@ -43,7 +43,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: cairn-bench [--quick] [--reps N] [--words N] [--seed N] [--keys N] [--json FILE] [--svg FILE]\n"
     "                   [--data-dir DIR] [--cairn PATH] [--source-dir DIR] [--progress-interval DURATION]\n"
-    "                   [--only NAME,NAME...] [--list] [--no-unaligned]\n"
+    "                   [--only NAME,NAME...] [--list] [--no-unaligned] [--events N]\n"
     "       cairn-bench baseline INPUT (OUTPUT | --count-only)\n"
     "       cairn-bench records [--reps N] [--events N] [--keys N] [--no-aggregate] [--cairn PATH] [--data-dir DIR]\n"
     "  --quick               a smoke test in under a minute: 1.7M words (~10 MB), 1 run per configuration\n"
@@ -59,6 +59,8 @@ constexpr const char* kUsage =
     "  --progress-interval D engine progress lines, for the plot (default 100ms)\n"
     "  --only NAMES          run only these configurations (see --list)\n"
     "  --no-unaligned        skip the backpressure run with checkpoint.mode=unaligned (run by default)\n"
+    "  --only nexmark        the Nexmark queries of jobs/nexmark/ instead (alone; docs/benchmarks.md, \"Nexmark\")\n"
+    "  --events N            --only nexmark: events per run (default 10000000; --quick: 1000000)\n"
     "  baseline ...          run the single-threaded baseline once and print its result (used by the harness)\n"
     "  records ...           jobs/clicks.yaml on heap and rocksdb (--events, default 2000000), and --keys (default\n"
     "                        10000000) distinct keys through aggregate on rocksdb (docs/benchmarks.md)\n";
@@ -74,6 +76,7 @@ struct Flags {
   std::vector<std::string> only;
   bool list = false;
   bool unaligned = true;
+  int64_t nexmark_events = -1;  // --only nexmark: events per run
 };
 
 int UsageError(const std::string& msg) {
@@ -134,6 +137,8 @@ bool ParseFlags(int argc, char** argv, Flags* f, int* rc) {
       if (!int_value(1000, &f->words)) return *rc = UsageError("--words needs an integer >= 1000"), false;
     } else if (a[i] == "--seed") {
       if (!int_value(0, &f->seed)) return *rc = UsageError("--seed needs an integer >= 0"), false;
+    } else if (a[i] == "--events") {
+      if (!int_value(1000, &f->nexmark_events)) return *rc = UsageError("--events needs an integer >= 1000"), false;
     } else if (a[i] == "--keys") {
       if (!int_value(1, &f->keys)) return *rc = UsageError("--keys needs an integer >= 1"), false;
     } else if (a[i] == "--json") {
@@ -694,6 +699,133 @@ int RecordsMain(const std::vector<std::string>& args) {
   return 0;
 }
 
+// --- cairn-bench --only nexmark: the Nexmark queries (docs/benchmarks.md, "Nexmark") -----------
+//
+// Every query of jobs/nexmark/ that the engine runs, at parallelism 1 and 2 with checkpoints
+// every second, on `events` generated events, its jsonl sink replaced by a discard_sink (as
+// nexmark-flink measures into a blackhole). Runs are interleaved (one of each configuration per
+// repetition, the order rotated); each is checked: q0 and q1 emit every bid, and every run of a
+// query emits as many records as its first run.
+
+struct NexmarkRun {
+  double seconds = 0, cpu = 0;
+  uint64_t records = 0;
+  std::vector<double> checkpoint_ms;
+  uint64_t state_bytes = 0;  // the largest checkpoint's
+};
+
+int NexmarkMain(const Flags& f) {
+  const std::vector<std::string> queries = {"q0", "q1", "q2"};
+  const int64_t events = f.nexmark_events > 0 ? f.nexmark_events : f.quick ? 1000000 : 10000000;
+  const std::string scratch = f.data_dir + "/nexmark-scratch";
+  RemoveAll(scratch).IgnoreError();  // scratch space: best effort
+  if (Status s = CreateDirs(scratch); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
+  // The jobs with a discard_sink: each file's `sink` entry (its last) replaced.
+  std::map<std::string, std::string> jobs;
+  for (const std::string& q : queries) {
+    std::ifstream in(f.source_dir + "/jobs/nexmark/" + q + ".yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    const size_t at = yaml.find("  - id: sink\n");
+    const size_t inputs = yaml.find("    inputs: [", at);
+    if (at == std::string::npos || inputs == std::string::npos)
+      return fprintf(stderr, "cairn-bench: jobs/nexmark/%s.yaml has no sink entry\n", q.c_str()), 1;
+    const std::string input = yaml.substr(inputs + 13, yaml.find(']', inputs) - inputs - 13);
+    yaml = yaml.substr(0, at) + "  - {id: sink, type: discard_sink, inputs: [" + input + "]}\n";
+    jobs[q] = scratch + "/" + q + ".yaml";
+    if (Status s = WriteFileAtomically(jobs[q], yaml); !s.ok())
+      return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
+  }
+  uint64_t bids = 0;  // what q0 and q1 emit: the events n with n % 50 >= 1 + 3
+  for (int64_t n = 0; n < events; ++n) bids += n % 50 >= 4;
+  struct Cfg {
+    std::string query;
+    int parallelism;
+  };
+  std::vector<Cfg> cfgs;
+  for (const std::string& q : queries)
+    for (int p : {1, 2}) cfgs.push_back({q, p});
+  std::map<std::string, std::vector<NexmarkRun>> runs;
+  std::map<std::string, uint64_t> first_records;
+  double load_sum = 0;
+  int load_n = 0;
+  printf("cairn-bench nexmark: %" PRId64 " events, checkpoints every 1 s, discard sink, %d runs per configuration, "
+         "interleaved\n", events, f.reps);
+  for (int rep = 0; rep < f.reps; ++rep) {
+    for (size_t k = 0; k < cfgs.size(); ++k) {
+      const Cfg& c = cfgs[(k + static_cast<size_t>(rep)) % cfgs.size()];
+      const std::string name = c.query + "-p" + std::to_string(c.parallelism);
+      const std::string dir = scratch + "/" + name;
+      RemoveAll(dir).IgnoreError();  // scratch space: best effort
+      sync();
+      load_sum += LoadAverage();
+      ++load_n;
+      ChildResult r;
+      Status s = RunChild({f.cairn, "run", jobs[c.query], "--quiet", "--set", "operators.events.events=" + std::to_string(events),
+                           "--set", "parallelism=" + std::to_string(c.parallelism), "--set", "checkpoint.interval=1s",
+                           "--set", "checkpoint.retain=1000", "--set", "checkpoint.dir=" + dir + "/ck"},
+                          &r, 3600);
+      if (!s.ok() || !r.ok())
+        return fprintf(stderr, "cairn-bench: nexmark %s failed: %s\n", name.c_str(),
+                       s.ok() ? r.Describe().c_str() : s.message().c_str()), 1;
+      NexmarkRun run;
+      run.seconds = r.wall_seconds;
+      run.cpu = r.user_seconds + r.sys_seconds;
+      run.records = SinkRecords(r.out);
+      std::vector<CheckpointRecord> cps;
+      if (Status cs = ReadCheckpoints(f.cairn, dir + "/ck", &cps); !cs.ok())
+        return fprintf(stderr, "cairn-bench: %s\n", cs.message().c_str()), 1;
+      for (const CheckpointRecord& cp : cps) {
+        run.checkpoint_ms.push_back(static_cast<double>(cp.duration_ms));
+        run.state_bytes = std::max(run.state_bytes, cp.state_bytes);
+      }
+      RemoveAll(dir).IgnoreError();  // scratch space: best effort
+      if ((c.query == "q0" || c.query == "q1") && run.records != bids)
+        return fprintf(stderr, "cairn-bench: nexmark %s emitted %" PRIu64 " records, expected %" PRIu64 " bids\n",
+                       name.c_str(), run.records, bids), 1;
+      if (!first_records.count(c.query)) first_records[c.query] = run.records;
+      if (run.records != first_records[c.query])
+        return fprintf(stderr, "cairn-bench: nexmark %s emitted %" PRIu64 " records, an earlier run %" PRIu64 "\n",
+                       name.c_str(), run.records, first_records[c.query]), 1;
+      fprintf(stderr, "cairn-bench: nexmark rep %d/%d %-6s %7.3f s  %.2f M events/s  cpu %.2f s  %zu checkpoints\n",
+              rep + 1, f.reps, name.c_str(), run.seconds, static_cast<double>(events) / run.seconds / 1e6, run.cpu,
+              cps.size());
+      runs[name].push_back(std::move(run));
+    }
+  }
+  RemoveAll(scratch).IgnoreError();  // scratch space: best effort
+  const std::map<std::string, double> flink = {{"q0", 155e3}, {"q1", 158e3}, {"q2", 175e3}, {"q3", 152e3},
+                                               {"q4", 34e3},  {"q5", 22e3},  {"q7", 12e3},  {"q8", 146e3}};
+  printf("load average %.2f (mean over the runs' starts); medians [min-max] over %d runs\n",
+         load_sum / std::max(load_n, 1), f.reps);
+  printf("%-6s %-22s %-14s %-22s %-12s %-18s %-14s %s\n", "config", "events/s", "CPU s", "events per CPU-s",
+         "vs Flink", "checkpoint ms", "state bytes", "records");
+  for (const Cfg& c : cfgs) {
+    const std::string name = c.query + "-p" + std::to_string(c.parallelism);
+    std::vector<double> rate, cpu, per_cpu, ck;
+    uint64_t state = 0;
+    for (const NexmarkRun& r : runs[name]) {
+      rate.push_back(static_cast<double>(events) / r.seconds);
+      cpu.push_back(r.cpu);
+      per_cpu.push_back(static_cast<double>(events) / r.cpu);
+      ck.insert(ck.end(), r.checkpoint_ms.begin(), r.checkpoint_ms.end());
+      state = std::max(state, r.state_bytes);
+    }
+    Spread rs = Spread::Of(rate), cs = Spread::Of(cpu), ps = Spread::Of(per_cpu), ks = Spread::Of(ck);
+    char a[64], b[64], d[64], e[64], g[64];
+    snprintf(a, sizeof a, "%.2fM [%.2f-%.2f]", rs.median / 1e6, rs.min / 1e6, rs.max / 1e6);
+    snprintf(b, sizeof b, "%.2f [%.2f-%.2f]", cs.median, cs.min, cs.max);
+    snprintf(d, sizeof d, "%.2fM [%.2f-%.2f]", ps.median / 1e6, ps.min / 1e6, ps.max / 1e6);
+    snprintf(e, sizeof e, "%.1fx", ps.median / flink.at(c.query));
+    snprintf(g, sizeof g, "%.0f [%.0f-%.0f]", ks.median, ks.min, ks.max);
+    printf("%-6s %-22s %-14s %-22s %-12s %-18s %-14" PRIu64 " %" PRIu64 "\n", name.c_str(), a, b, d, e, g, state,
+           first_records[c.query]);
+  }
+  printf("vs Flink: events per CPU-second over nexmark-flink's events/s per core (q0 155K, q1 158K, q2 175K)\n");
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "baseline")
     return BaselineMain(std::vector<std::string>(argv + 2, argv + argc));
@@ -705,7 +837,12 @@ int Main(int argc, char** argv) {
   std::vector<Config> configs = AllConfigs(b.flags.unaligned);
   if (b.flags.list) {
     for (const Config& c : configs) printf("%-28s %s\n", c.info.name.c_str(), c.info.description.c_str());
+    printf("%-28s %s\n", "nexmark", "Nexmark q0-q2 at parallelism 1 and 2, checkpoint 1 s (run alone)");
     return 0;
+  }
+  if (std::find(b.flags.only.begin(), b.flags.only.end(), "nexmark") != b.flags.only.end()) {
+    if (b.flags.only.size() != 1) return UsageError("--only nexmark runs alone");
+    return NexmarkMain(b.flags);
   }
   if (!b.flags.only.empty()) {
     std::vector<Config> kept;

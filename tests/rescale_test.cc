@@ -293,7 +293,7 @@ TEST(OperatorStateRedistributionTest, EveryStatefulOperatorTypeHasARule) {
   std::set<std::string> with_rule;
   for (const OperatorType& t : OperatorTypes())
     if (t.state.mode != StateRedistribution::kNone) with_rule.insert(t.name);
-  EXPECT_EQ(with_rule, (std::set<std::string>{"file_source", "generator", "bank_requests", "file_sink"}));
+  EXPECT_EQ(with_rule, (std::set<std::string>{"file_source", "generator", "bank_requests", "file_sink", "nexmark"}));
 }
 
 // ---- Operators, driven as tasks would be, rescaled through their registry rule --------------

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/base/crash_points.h"
@@ -21,6 +22,7 @@
 #include "jobs/cli/state_dump.h"
 #include "operators/click_generator.h"
 #include "operators/generator_source.h"
+#include "operators/nexmark_generator.h"
 #include "jobs/registry.h"
 #include "state/checkpoint_store.h"
 
@@ -36,6 +38,8 @@ constexpr const char* kUsage =
     "  cairn state dump CHECKPOINT [--operator ID] [--json]\n"
     "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
     "  cairn generate --format clicks --out FILE [--events N] [--users N] [--urls N] [--ts iso|ms] [--seed N]\n"
+    "  cairn generate nexmark --out FILE [--events N] [--seed N] [--event-rate R] [--person-proportion N]\n"
+    "            [--auction-proportion N] [--bid-proportion N] [--base-time MS]\n"
     "  cairn debug crash-points\n"
     "  cairn help\n"
     "exit codes: 0 success, 1 job failed, 2 bad input\n";
@@ -252,7 +256,45 @@ bool ParseInt(const std::string& s, int64_t min, int64_t* out) {
   return true;
 }
 
+// `cairn generate nexmark`: the events the `nexmark` source emits for the same parameters.
+int CmdGenerateNexmark(const std::vector<std::string>& args) {
+  NexmarkParams p;
+  std::string out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    int64_t* dst = nullptr;
+    int64_t min = 0;
+    std::string flag;
+    if (IsFlag(a, "--out")) {
+      if (!TakeValue(args, &i, "--out", &out) || out.empty()) return UsageError("--out needs a file path");
+      continue;
+    }
+    for (auto [f, d, m] : {std::tuple{"--events", &p.events, 0}, std::tuple{"--seed", &p.seed, 0},
+                           std::tuple{"--event-rate", &p.event_rate, 1},
+                           std::tuple{"--person-proportion", &p.person_proportion, 1},
+                           std::tuple{"--auction-proportion", &p.auction_proportion, 1},
+                           std::tuple{"--bid-proportion", &p.bid_proportion, 1},
+                           std::tuple{"--base-time", &p.base_time, 0}})
+      if (IsFlag(a, f)) flag = f, dst = d, min = m;
+    if (dst == nullptr) return UsageError("unknown argument '" + a + "' for generate nexmark");
+    if (!TakeValue(args, &i, flag, &v) || !ParseInt(v, min, dst))
+      return UsageError(flag + " needs an integer >= " + std::to_string(min));
+  }
+  if (out.empty()) return UsageError("generate nexmark needs --out FILE");
+  const std::string tmp = out + ".tmp";
+  FILE* f = fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return Report(Status::FromErrno("cannot create", tmp, errno));
+  NexmarkGenerator(p).WriteJsonl(f);
+  if (fclose(f) != 0) return Report(Status::FromErrno("cannot write", tmp, errno));
+  Status s = Rename(tmp, out);
+  if (!s.ok()) return Report(s);
+  fprintf(stderr, "cairn: wrote %" PRId64 " nexmark events to %s\n", p.events, out.c_str());
+  return 0;
+}
+
 int CmdGenerate(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "nexmark") return CmdGenerateNexmark({args.begin() + 1, args.end()});
   GeneratorParams p;
   p.words = 10000000;
   ClickParams cp;
