@@ -36,7 +36,7 @@ Status CheckOperatorEdges(const OperatorConfig& op, const OperatorPlaces& at,
   if (!op.key_by.empty() && !t.keyed)
     return ErrorAt(at.key_by, what + " has key_by, but its type " + t.name +
                                   " is not keyed (keyed types take key_by; others read their inputs as they come)");
-  if (!op.keyed() && t.keyed)
+  if (!op.keyed() && t.keyed && !t.key_by_optional)
     return ErrorAt(at.op, what + " (type " + t.name + ") is keyed and needs key_by: the field its input is keyed by");
 
   std::set<std::string> seen;
@@ -51,7 +51,7 @@ Status CheckOperatorEdges(const OperatorConfig& op, const OperatorPlaces& at,
     if (input_type.role == OperatorRole::kSink)
       return ErrorAt(place, what + " has input '" + in + "', which is a sink (type " + input_type.name +
                                 ") and emits nothing");
-    if (!op.keyed() && input.parallelism != op.parallelism)
+    if (!op.keyed() && !t.keyed && input.parallelism != op.parallelism)
       return ErrorAt(place, what + " has parallelism " + std::to_string(op.parallelism) + " but its input '" + in +
                                 "' has " + std::to_string(input.parallelism) + "; add key_by or make them equal");
   }

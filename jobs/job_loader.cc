@@ -62,8 +62,11 @@ bool Contains(const std::vector<std::string>& v, const std::string& x) {
 }
 
 // The keys an operator of type `t` accepts: the common ones, then the type's parameters.
+const std::vector<std::string> kWatermarkKeys = {"field", "max_out_of_orderness", "idle_timeout"};
+
 std::vector<std::string> OperatorKeys(const OperatorType& t) {
   std::vector<std::string> keys = kOperatorCommonKeys;
+  if (t.role == OperatorRole::kSource) keys.push_back("watermark");
   for (const auto& p : t.params) keys.push_back(p.name);
   return keys;
 }
@@ -542,6 +545,21 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
       if (!seen.insert(f).second) return loc_.Error(e, label + " names field '" + f + "' twice");
     }
     op->key_by = std::move(fields);
+  }
+  if (Entry e = Find(n, "watermark"); e.present) {
+    const std::string label = "watermark of " + what;
+    if (!e.value.IsMap()) return Expected(e, label, "a map with field, max_out_of_orderness and idle_timeout");
+    CAIRN_RETURN_IF_ERROR(CheckKeys(e.value, kWatermarkKeys, "in the watermark of " + what));
+    WatermarkSpec& w = op->watermark;
+    w.enabled = true;
+    Entry f = Find(e.value, "field");
+    if (!f.present) return loc_.Error(e, label + " is missing required key 'field' (the event-time field)");
+    CAIRN_RETURN_IF_ERROR(String(f, "field of the " + label, true, &w.field));
+    w.field_location = loc_.Where(f);
+    if (Entry d = Find(e.value, "max_out_of_orderness"); d.present)
+      CAIRN_RETURN_IF_ERROR(Duration(d, "max_out_of_orderness of the " + label, false, &w.max_out_of_orderness));
+    if (Entry d = Find(e.value, "idle_timeout"); d.present)
+      CAIRN_RETURN_IF_ERROR(Duration(d, "idle_timeout of the " + label, false, &w.idle_timeout));
   }
   for (const ParamSpec& p : t->params) {
     Entry e = Find(n, p.name);

@@ -117,6 +117,21 @@ Status DeriveSchemas(JobSpec* spec, const std::vector<OperatorPlaces>& places) {
                                        (again ? again->ToString() : std::string("nothing")) +
                                        " once the cycle is closed: a cycle must carry one schema");
   }
+  for (size_t i = 0; i < n; ++i) {
+    const OperatorConfig& op = spec->operators[i];
+    if (!op.watermark.enabled) continue;
+    const SchemaRef& s = schemas[i];
+    int f = s == nullptr ? -1 : s->IndexOf(op.watermark.field);
+    if (f < 0)
+      return ErrorAt(op.watermark.field_location, "the watermark field '" + op.watermark.field + "' of operator '" +
+                                                      op.id + "' is not a field of what it emits, " +
+                                                      (s ? s->ToString() : std::string("nothing")));
+    FieldType t = s->field(static_cast<size_t>(f)).type;
+    if (t != FieldType::kTimestamp && t != FieldType::kInt64)
+      return ErrorAt(op.watermark.field_location, "the watermark field '" + op.watermark.field + "' of operator '" +
+                                                      op.id + "' is " + FieldTypeName(t) +
+                                                      ", but event time must be a timestamp or an int64 (ms)");
+  }
   spec->schemas = std::move(schemas);
   return Status::OK();
 }

@@ -26,6 +26,17 @@ struct ParamEntry {
   std::string location;
 };
 
+// A source's `watermark:` map (docs/configuration.md, "Event time"): the source task emits
+// watermarks from the event times in `field` (timestamp or int64 ms), max_out_of_orderness
+// behind the largest seen, and marks itself idle after idle_timeout without records (0: never).
+struct WatermarkSpec {
+  bool enabled = false;                     // the key was given
+  std::string field;
+  Millis max_out_of_orderness{0};
+  Millis idle_timeout{0};
+  std::string field_location;               // where `field` is, for messages
+};
+
 // One operator's parameters after validation: every declared parameter has a value of its
 // declared type (the YAML value or the default). Scalars are stored as text and parsed by the
 // getters; map and list parameters are kept as entries in YAML order.
@@ -38,6 +49,7 @@ struct OperatorConfig {
   // Per input, for types whose inputs are keyed by different fields (join's `on`, set by
   // OperatorType::input_keys); empty: every input is keyed by key_by.
   std::vector<std::vector<std::string>> input_key_by;
+  WatermarkSpec watermark;          // sources only: `watermark:` (not enabled: no watermarks but the final one)
   std::map<std::string, std::string> params;                // scalar parameters
   std::map<std::string, std::vector<ParamEntry>> entries;   // map and list parameters
   std::map<std::string, std::string> places;  // where each parameter given in the YAML is

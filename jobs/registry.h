@@ -60,6 +60,12 @@ struct OperatorType {
   // config->input_key_by (one list per input, of equal lengths) from its parameters once they are
   // read; InvalidArgument at config->Where(param) when they do not fit. key_by is then refused.
   std::function<Status(OperatorConfig* config)> input_keys;
+  // Keyed, but key_by may be left out: every record then has the one empty key, so all of them
+  // reach one subtask (the input edge is a hash edge either way).
+  bool key_by_optional = false;
+  // Keyed, with a TimerService (OperatorContext::timers): event- and processing-time timers per
+  // key, stored in its keyed state (engine/dataflow/timer_service.h).
+  bool timers = false;
   // The schema of the records it emits, from its config and the schemas of its inputs (in the
   // order of OperatorConfig::inputs; an input on a feedback edge not derived yet is null).
   // Errors are InvalidArgument starting with the place they are about (config.Where(param)).

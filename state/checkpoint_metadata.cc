@@ -292,6 +292,11 @@ class MetadataParser {
       if (h->records_skipped < 0) return LineError("subtask: records_skipped must not be negative");
       return Status::OK();
     }
+    if (key == "records_late") {  // optional
+      CAIRN_RETURN_IF_ERROR(Signed(key, value, &h->records_late));
+      if (h->records_late < 0) return LineError("subtask: records_late must not be negative");
+      return Status::OK();
+    }
     return LineError("subtask: unknown attribute " + Quote(key));
   }
 
@@ -364,6 +369,7 @@ std::string EncodeMetadata(const CheckpointMetadata& m) {
     out += " sync_ms=" + std::to_string(h.sync_ms);
     out += " async_ms=" + std::to_string(h.async_ms);
     if (h.records_skipped >= 0) out += " records_skipped=" + std::to_string(h.records_skipped);
+    if (h.records_late >= 0) out += " records_late=" + std::to_string(h.records_late);
     if (!h.list_state_file.empty()) out += " list_state=" + Escape(h.list_state_file);
     out += '\n';
   }

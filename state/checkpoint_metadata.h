@@ -38,6 +38,9 @@ struct SubtaskStateHandle {
   // Malformed input records the operator skipped since the job first started (a file_source
   // with on_error: skip); -1 for an operator that skips none (the attribute is then absent).
   int64_t records_skipped = -1;
+  // Late records the operator dropped since the job first started (a window); -1 for an
+  // operator that drops none (the attribute is then absent).
+  int64_t records_late = -1;
 };
 
 struct CheckpointMetadata {

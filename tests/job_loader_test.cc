@@ -84,7 +84,7 @@ const std::vector<ErrorCase>& ErrorCases() {
         "max_drain_checkpoints)"}},
       {"UnknownOperatorKey", Edit("type: generator", "type: generator\n    word: 5"), {},
        {"t.yaml:5:5: unknown key 'word' in operator 'src' of type generator (known keys: id, type, parallelism, "
-        "inputs, key_by, words, words_per_line, vocabulary, zipf, seed, rate)"}},
+        "inputs, key_by, watermark, words, words_per_line, vocabulary, zipf, seed, rate)"}},
       {"DuplicateKey", Edit("job: wc", "job: wc\njob: again"), {},
        {"t.yaml:2:1: duplicate key 'job' at top level (first at t.yaml:1:1)"}},
       {"NonScalarKey", Edit("job: wc", "job: wc\n[a]: 1"), {}, {"t.yaml:2:1: a key at top level must be a name"}},
@@ -96,7 +96,7 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:5:5: operator of type tokenize is missing required key 'id'"}},
       {"MissingType", Edit("    type: tokenize\n", ""), {},
        {"t.yaml:5:5: operator 'tok' is missing required key 'type' (known types: aggregate, bank_accounts, bank_requests, "
-        "count, discard_sink, file_sink, file_source, filter, flat_map, generator, join, map, nexmark, throttle, tokenize)"}},
+        "count, discard_sink, file_sink, file_source, filter, flat_map, generator, join, map, nexmark, throttle, tokenize, window)"}},
       {"MissingRequiredParam", Edit("type: discard_sink", "type: file_sink"), {},
        {"t.yaml:12:5: operator 'out' (type file_sink) is missing required parameter 'path' (string: output directory)"}},
       {"EmptyRequiredParam", Edit("type: discard_sink", "type: file_sink\n    path: ''"), {},
@@ -135,7 +135,7 @@ const std::vector<ErrorCase>& ErrorCases() {
       // Operators: type and id.
       {"UnknownType", Edit("type: tokenize", "type: tokenise"), {},
        {"t.yaml:6:11: operator 'tok' has unknown type 'tokenise' (known types: aggregate, bank_accounts, bank_requests, "
-        "count, discard_sink, file_sink, file_source, filter, flat_map, generator, join, map, nexmark, throttle, tokenize)"}},
+        "count, discard_sink, file_sink, file_source, filter, flat_map, generator, join, map, nexmark, throttle, tokenize, window)"}},
       {"BadId", Edit("id: tok", "id: to.k"), {}, {"t.yaml:5:9: an operator id must be made of letters, digits"}},
       {"DuplicateId", Edit("id: out", "id: src"), {},
        {"t.yaml:12:9: duplicate operator id 'src' (first defined at t.yaml:3:9)"}},
@@ -239,7 +239,7 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"--set operators.source.rate: unknown operator id 'source' (operators: src, tok, cnt, out)"}},
       {"SetUnknownOperatorKey", kBase, {"operators.src.path=x"},
        {"--set operators.src.path: unknown key 'path' for operator 'src' of type generator (known keys: id, type, "
-        "parallelism, inputs, key_by, words, words_per_line, vocabulary, zipf, seed, rate)"}},
+        "parallelism, inputs, key_by, watermark, words, words_per_line, vocabulary, zipf, seed, rate)"}},
       {"SetOperatorWithoutKey", kBase, {"operators.src=x"}, {"--set operators.src: expected operators.<id>.<key>"}},
       {"SetInvalidYaml", kBase, {"job=[a"}, {"--set job: value is not valid YAML"}},
       {"SetEmptyInputId", kBase, {"operators.tok.inputs=src,,x"}, {"--set operators.tok.inputs: empty operator id"}},
@@ -622,9 +622,15 @@ std::string RenderOperatorReference() {
     if (t.role == OperatorRole::kSource) md << " Takes no `inputs`.";
     if (t.role == OperatorRole::kSink) md << " Emits nothing; no operator may read from it.";
     md << "\n";
-    md << (t.input_keys ? "- Keyed: yes, each input by the key fields its parameters name. `key_by` is not allowed.\n"
-           : t.keyed    ? "- Keyed: yes. REQUIRES: `key_by`, the key field(s), in every input.\n"
-                   : "- Keyed: no. `key_by` is not allowed.\n");
+    if (t.input_keys)
+      md << "- Keyed: yes, each input by the key fields its parameters name. `key_by` is not allowed.\n";
+    else if (t.keyed && t.key_by_optional)
+      md << "- Keyed: yes. `key_by` (the key field(s), in every input) is optional: without it, every record has "
+            "the one empty key.\n";
+    else
+      md << (t.keyed ? "- Keyed: yes. REQUIRES: `key_by`, the key field(s), in every input.\n"
+                     : "- Keyed: no. `key_by` is not allowed.\n");
+    if (t.timers) md << "- Timers: yes (event time needs watermarks: a source's `watermark`).\n";
     md << "\n";
     if (t.params.empty()) md << "No parameters.\n\n";
     for (const ParamSpec& p : t.params) {
@@ -672,7 +678,8 @@ TEST(JobLoaderDocs, EveryKeyIsDocumented) {
                           "`checkpoint.retain`", "`checkpoint.aligned_timeout`", "`checkpoint.history`",
                           "`checkpoint.max_feedback_backlog`", "`checkpoint.max_drain_checkpoints`", "`state`", "`state.backend`",
                           "`state.rocksdb.block_cache`", "`state.rocksdb.write_buffer`", "`id`", "`type`", "`inputs`",
-                          "`key_by`", "`--set"}) {
+                          "`key_by`", "`watermark`", "`watermark.field`", "`watermark.max_out_of_orderness`",
+                          "`watermark.idle_timeout`", "`--set"}) {
     EXPECT_NE(doc.find(std::string("### ") + key), std::string::npos) << key;
   }
 }

@@ -80,6 +80,10 @@ GateEvent CheckpointedInputGate::Poll() {
       case InputGate::Read::kBarrier:
         ev = Checkpoint(handler_.OnBarrier(slot, barrier));
         break;
+      case InputGate::Read::kWatermark:
+        ev.kind = GateEvent::Kind::kWatermark;
+        ev.watermark = gate_.watermark();
+        break;
       case InputGate::Read::kEndOfInput:
         ev.kind = GateEvent::Kind::kEndOfInput;
         break;

@@ -2,7 +2,8 @@
 // the InputGate that reads the channels, the BarrierHandler that runs the barrier protocol on
 // what it reads, and the ChannelStateRecorder that records in-flight records, turning channel
 // elements into task events: a batch to process, a checkpoint to take, a channel state that is
-// complete, the end of input, the end of stream.
+// complete, a new input watermark, the end of input, the end of stream. Watermarks are in band:
+// a blocked channel's watermark waits behind its records, and none is recorded as channel state.
 //
 // A priority event is always looked at before the data it overtook is processed: after every
 // pop from a channel, that channel's priority lane is drained first.
@@ -23,7 +24,7 @@
 namespace cairn {
 
 struct GateEvent {
-  enum class Kind { kNone, kBatch, kCheckpoint, kChannelStateDone, kEndOfInput, kEndOfStream };
+  enum class Kind { kNone, kBatch, kCheckpoint, kChannelStateDone, kWatermark, kEndOfInput, kEndOfStream };
   Kind kind = Kind::kNone;
   int input_index = 0;                 // kBatch
   size_t slot = 0;                     // kBatch: the channel's index in the gate
@@ -34,6 +35,7 @@ struct GateEvent {
   SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;  // kCheckpoint: how it is taken
   bool channel_state_pending = false;  // kCheckpoint: a kChannelStateDone for it will follow
   std::unique_ptr<ChannelStateRecords> channel_state;  // kChannelStateDone
+  Watermark watermark;                 // kWatermark: the combined input watermark
 };
 
 class CheckpointedInputGate {

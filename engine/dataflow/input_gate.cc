@@ -7,6 +7,7 @@ namespace cairn {
 void InputGate::AddInput(GateInput in) {
   inputs_.push_back(in);
   state_.emplace_back();
+  watermarks_.AddChannel(in.feedback);
   if (!in.feedback) ++regular_;
 }
 
@@ -32,7 +33,8 @@ std::string InputGate::Describe() const {
     const ChannelState& s = state_[i];
     out += "  " + inputs_[i].channel->name() + ": queued=" + std::to_string(inputs_[i].channel->SizeApprox()) +
            " overflow=" + std::to_string(s.overflow.size()) + " consumed=" + std::to_string(s.consumed) +
-           " received=" + std::to_string(s.received) + (s.blocked ? " blocked" : "") +
+           " received=" + std::to_string(s.received) + " watermark=" + std::to_string(watermarks_.channel(i).timestamp) +
+           (watermarks_.channel(i).idle ? " idle" : "") + (s.blocked ? " blocked" : "") +
            (s.end_of_input ? " end_of_input" : "") + (s.end_of_stream ? " end_of_stream" : "") + "\n";
   }
   return out;
@@ -147,9 +149,15 @@ InputGate::Read InputGate::ReadNext(Scan* scan, size_t* slot, Barrier* barrier) 
       case StreamElement::Kind::kBarrier:
         *barrier = e.barrier;
         return Read::kBarrier;
+      case StreamElement::Kind::kWatermark:
+        if (watermarks_.OnWatermark(i, e.watermark)) return Read::kWatermark;
+        continue;  // nothing changed: on with the scan
       case StreamElement::Kind::kEndOfInput:
         s.end_of_input = true;
         if (inputs_[i].feedback) return Read::kChannelEndOfInput;
+        // The final watermark of this channel (its producer sent it already, unless it has no
+        // watermarks at all); the task hears of it with the end of input.
+        watermarks_.OnEndOfInput(i);
         if (++ended_input_ == regular_ && !end_of_input_reported_) {
           end_of_input_reported_ = true;
           return Read::kEndOfInput;

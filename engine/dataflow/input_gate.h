@@ -12,8 +12,10 @@
 // Reading: a scan (BeginScan, then ReadNext until it reports kDone) visits the readable channels
 // once each, in round-robin order, and takes one element from each until one needs the caller:
 // a batch (held in the stash until TakeStash, so that the caller can first drain that channel's
-// priority lane: a priority event is always looked at before the data it overtook), a barrier, the
-// end of input of every channel, or a channel's end of stream. A channel is readable unless it is
+// priority lane: a priority event is always looked at before the data it overtook), a barrier, a
+// change of the combined watermark (WatermarkTracker: the minimum over the channels that are not
+// idle; a channel's end of input counts as the final watermark), the end of input of every
+// channel, or a channel's end of stream. A channel is readable unless it is
 // blocked or ended its stream; while restored records wait on some channel, only such channels
 // are read. Feedback channels (they close a cycle) do not count towards the end of input or end
 // of stream, nor as open channels.
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "engine/dataflow/channel.h"
+#include "engine/dataflow/watermark_tracker.h"
 
 namespace cairn {
 
@@ -45,6 +48,7 @@ class InputGate {
     kDone,             // the scan is over: no readable channel had anything
     kBatch,            // a batch, now in the stash (TakeStash)
     kBarrier,          // a barrier from the data lane
+    kWatermark,        // the combined watermark advanced or its idle status changed: watermark()
     kEndOfInput,       // the last regular channel's end of input (reported once)
     kChannelEndOfInput,   // one channel's end of input (not the last)
     kChannelEndOfStream,  // one channel's end of stream: it is read no more
@@ -84,6 +88,8 @@ class InputGate {
   // The task calls this right before it processes rows [begin, end) of a batch from `slot`:
   // they count as consumed.
   void MarkProcessed(size_t slot, const RecordBatch& batch, size_t begin, size_t end);
+  // The combined input watermark (after ReadNext reported kWatermark, its new value).
+  const Watermark& watermark() const { return watermarks_.combined(); }
   // True once, when every regular channel ended its stream.
   bool TakeEndOfStream();
 
@@ -127,6 +133,7 @@ class InputGate {
   bool PopElement(size_t ch, StreamElement* e);
 
   std::vector<GateInput> inputs_;
+  WatermarkTracker watermarks_;
   std::deque<ChannelState> state_;  // a deque: ChannelState is not copyable
   size_t next_ = 0;  // round-robin start
   size_t regular_ = 0;  // channels that are not feedback channels

@@ -4,6 +4,10 @@
 // Contract (in this order; every call but Open on the owning task thread, Open before it starts):
 //   Open(ctx)                      once; restored state (if any) is in ctx.
 //   Process(input, in, out)*       for every batch; append results to `out`.
+//   ProcessWatermark(wm, out)      when the input watermark advanced (the minimum over the
+//                                  inputs that are not idle), after the operator's due event-time
+//                                  timers fired; what it emits flows on before the watermark.
+//   OnTimer(domain, ts, key, out)  a timer of the operator's TimerService fired (ctx.timers).
 //   SnapshotState(id, snap)        the synchronous part of checkpoint `id`, between batches;
 //                                  fill snap->operator_state and, for work that may run while
 //                                  the task continues (fsync, upload), snap->async_part, which
@@ -26,6 +30,10 @@
 // rescale, state/operator_list_state.h) through ctx.operator_state: declared in Open, restored
 // before it, stored by every checkpoint. OperatorSnapshot::operator_state is the operator's own
 // bytes beside it (its type's registered OperatorStateRule says how they rescale).
+// Event time: the framework forwards the input watermark downstream after ProcessWatermark
+// returned (and after what it emitted). An operator whose type registers `timers` gets
+// ctx.timers (engine/dataflow/timer_service.h), per-key event- and processing-time timers kept
+// in its keyed state; OnTimer is called for each due timer, in timestamp order.
 // Capabilities that only some operators have are separate interfaces an operator may also
 // derive from (engine/dataflow/operator_capabilities.h).
 #pragma once
@@ -35,6 +43,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,6 +51,7 @@
 #include "engine/dataflow/record_batch.h"
 #include "engine/base/status.h"
 #include "engine/dataflow/stream_element.h"
+#include "engine/dataflow/timer_service.h"
 
 namespace cairn {
 
@@ -61,6 +71,7 @@ struct OperatorContext {
   KeyedStateBackend* keyed = nullptr;                // set for keyed operators only: every state kind
   KeyedInt64State* keyed_state = nullptr;            // heap backend only: the default state's table
   OperatorStateStore* operator_state = nullptr;      // every operator: its list states, restored before Open
+  TimerService* timers = nullptr;                    // types that register `timers` only
   std::optional<CheckpointId> restored_checkpoint;   // the checkpoint restored from, if any
   std::optional<std::string> restored_operator_state;  // this subtask's bytes from it, if any
 };
@@ -78,6 +89,14 @@ class Operator {
   virtual Status Open(OperatorContext& ctx) { return Status::OK(); }
   virtual Status Process(int input, const RecordBatch& in, RecordBatch* out) { return Status::OK(); }
   virtual Status SnapshotState(CheckpointId id, OperatorSnapshot* snap) { return Status::OK(); }
+  // The input watermark advanced to `watermark` (kMaxWatermark: every input ended). Default:
+  // nothing (the framework forwards it).
+  virtual Status ProcessWatermark(int64_t watermark, RecordBatch* out) { return Status::OK(); }
+  // A timer of ctx.timers fired: `timestamp` in `domain`, for `key` (the bytes it was registered
+  // with). It may register further timers.
+  virtual Status OnTimer(TimeDomain domain, int64_t timestamp, std::string_view key, RecordBatch* out) {
+    return Status::OK();
+  }
   virtual Status NotifyCheckpointComplete(CheckpointId id) { return Status::OK(); }
   virtual Status Finish(RecordBatch* out) { return Status::OK(); }
   virtual Status Close() { return Status::OK(); }

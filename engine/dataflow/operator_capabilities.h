@@ -63,4 +63,17 @@ class SkippedRecords {
   virtual uint64_t records_skipped() const = 0;
 };
 
+// LateRecords is an operator that drops records arriving after the watermark passed the end
+// of their event-time windows (window), and counts them, for the summary `cairn run` prints
+// and the checkpoint statistics (`records_late` in _metadata, docs/checkpoints.md). The count
+// is checkpointed, so after a restore it includes the records dropped before the checkpoint.
+//
+// Contract: as SkippedRecords.
+class LateRecords {
+ public:
+  virtual ~LateRecords() = default;
+  // Late records dropped by this subtask, since the job first started.
+  virtual uint64_t records_late() const = 0;
+};
+
 }  // namespace cairn

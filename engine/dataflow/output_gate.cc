@@ -98,6 +98,7 @@ bool OutputGate::Broadcast(const StreamElement& e) {
       StreamElement copy;
       copy.kind = e.kind;
       copy.barrier = e.barrier;
+      copy.watermark = e.watermark;
       if (!t.channel->Push(std::move(copy), handler_)) return false;
     }
   return true;

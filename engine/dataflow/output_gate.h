@@ -38,7 +38,7 @@ class OutputGate {
   // Takes the records of `batch` (leaving it empty, possibly with another batch's capacity).
   bool Emit(RecordBatch* batch);
   bool Flush();
-  // Flushes, then puts `e` (a barrier or end marker, copied) on every outgoing channel.
+  // Flushes, then puts `e` (a barrier, watermark or end marker, copied) on every outgoing channel.
   bool Broadcast(const StreamElement& e);
   // Puts `e` on every channel's priority lane, stamped with that channel's position. Never blocks.
   void BroadcastPriority(PriorityEvent e);

@@ -1,5 +1,13 @@
-// A StreamElement is what travels through a channel: a record batch, a checkpoint barrier, the
-// end of input, or the end of the stream. Elements on one channel are delivered in FIFO order.
+// A StreamElement is what travels through a channel: a record batch, a checkpoint barrier, a
+// watermark, the end of input, or the end of the stream. Elements on one channel are delivered
+// in FIFO order.
+//
+// A watermark (event time, docs/architecture.md "Event time") says that the producer will send
+// no more records with an event time at or below it (late records aside); it travels in band,
+// after the records it follows. An idle watermark says the producer sends nothing for now: the
+// consumer leaves the channel out of its minimum until a regular watermark (or end of input)
+// comes on it again. Watermarks are never stored as channel state: after a restore they start
+// again from the sources.
 //
 // End of input and end of stream are two steps, as in Flink: a bounded source that has read
 // everything sends kEndOfInput (consumers run Finish and forward it) but keeps injecting
@@ -42,10 +50,21 @@ struct PriorityEvent {
   uint64_t position = 0;
 };
 
+// Event time in ms (Unix epoch, as timestamps in records).
+inline constexpr int64_t kMinWatermark = INT64_MIN;  // no watermark yet
+inline constexpr int64_t kMaxWatermark = INT64_MAX;  // the final watermark: the input ended
+
+struct Watermark {
+  int64_t timestamp = kMinWatermark;
+  bool idle = false;  // the producer is idle (timestamp: its last watermark)
+  bool operator==(const Watermark& o) const { return timestamp == o.timestamp && idle == o.idle; }
+};
+
 struct StreamElement {
-  enum class Kind : uint8_t { kBatch, kBarrier, kEndOfInput, kEndOfStream };
+  enum class Kind : uint8_t { kBatch, kBarrier, kWatermark, kEndOfInput, kEndOfStream };
   Kind kind = Kind::kBatch;
   Barrier barrier;                     // when kind == kBarrier
+  Watermark watermark;                 // when kind == kWatermark
   std::unique_ptr<RecordBatch> batch;  // when kind == kBatch
 
   static StreamElement OfBatch(std::unique_ptr<RecordBatch> b) {
@@ -58,6 +77,12 @@ struct StreamElement {
     StreamElement e;
     e.kind = Kind::kBarrier;
     e.barrier = b;
+    return e;
+  }
+  static StreamElement OfWatermark(const Watermark& w) {
+    StreamElement e;
+    e.kind = Kind::kWatermark;
+    e.watermark = w;
     return e;
   }
   static StreamElement EndOfInput() {

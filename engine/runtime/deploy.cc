@@ -65,6 +65,12 @@ Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, cons
                                                                            ", operator " + oc.id + "[" +
                                                                            std::to_string(i) + "]"));
         }
+        if (oc.watermark.enabled) {
+          c.watermarks.enabled = true;
+          c.watermarks.field = spec.schemas[op_index]->IndexOf(oc.watermark.field);  // checked by the loader
+          c.watermarks.max_out_of_orderness_ms = oc.watermark.max_out_of_orderness.count();
+          c.watermarks.idle_timeout_ms = oc.watermark.idle_timeout.count();
+        }
         if (type->role == OperatorRole::kSource) CAIRN_RETURN_IF_ERROR(c.op->Open(c.ctx));
         st.ops.push_back(std::move(c));
       }
@@ -120,8 +126,15 @@ Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const Rest
   for (auto& t : restorers) t.join();
   for (const KeyedRestore& kr : keyed) CAIRN_RETURN_IF_ERROR(kr.status);
   for (KeyedRestore& kr : keyed) {
-    kr.op->ctx.keyed_state = kr.op->keyed_state.get();
-    kr.op->ctx.keyed = kr.op->keyed_backend.get();
+    ChainedOperator& c = *kr.op;
+    c.ctx.keyed_state = c.keyed_state.get();
+    c.ctx.keyed = c.keyed_backend.get();
+    if (FindOperatorType(spec.Find(c.ctx.operator_id)->type)->timers) {
+      // Its timers are in the keyed state just restored: the index is rebuilt from it.
+      CAIRN_RETURN_IF_ERROR(KeyedTimerService::Open(c.keyed_backend.get(), c.list_state.get(), nullptr, &c.timers)
+                                .WithContext("operator " + c.ctx.operator_id + "[" + std::to_string(c.ctx.subtask) + "] timers"));
+      c.ctx.timers = c.timers.get();
+    }
   }
 
   for (SubtaskChain& st : *subtasks)

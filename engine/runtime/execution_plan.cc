@@ -20,6 +20,8 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     const OperatorConfig& cb = spec.operators[b];
     const OperatorType* tb = FindOperatorType(cb.type);
     if (tb != nullptr && tb->chain_head) return false;
+    // A keyed type without key_by has one key (the empty one): its input edge is a hash edge too.
+    if (tb != nullptr && tb->keyed) return false;
     return cb.inputs.size() == 1 && index[cb.inputs[0]] == a && consumers[a].size() == 1 && !cb.keyed() &&
            cb.parallelism == spec.operators[a].parallelism;
   };
@@ -72,9 +74,11 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
   for (int ci = 0; ci < static_cast<int>(plan.chains.size()); ++ci) {
     int head = plan.chains[ci].ops.front();
     const OperatorConfig& c = spec.operators[head];
+    const OperatorType* t = FindOperatorType(c.type);
+    const bool hash = c.keyed() || (t != nullptr && t->keyed);
     for (int k = 0; k < static_cast<int>(c.inputs.size()); ++k) {
       int from_op = index[c.inputs[k]];
-      plan.edges.push_back(PlanEdge{chain_of[from_op], ci, k, c.keyed(), feedback.count({head, k}) > 0});
+      plan.edges.push_back(PlanEdge{chain_of[from_op], ci, k, hash, feedback.count({head, k}) > 0});
     }
   }
   return plan;

@@ -212,6 +212,12 @@ void CollectSkipped(const std::vector<Task*>& tasks, RunSummary* summary) {
         summary->counts_skipped |= sk->counts_skipped();
         summary->records_skipped += sk->records_skipped();
       }
+  for (Task* t : tasks)
+    for (auto& c : t->chain())
+      if (const auto* late = dynamic_cast<const LateRecords*>(c.op.get())) {
+        summary->counts_late = true;
+        summary->records_late += late->records_late();
+      }
 }
 
 void CollectTopKeys(const std::vector<Task*>& tasks, RunSummary* summary) {

@@ -64,6 +64,10 @@ struct RunSummary {
   // checkpointed, so counted since the job first started; `counts_skipped`: some operator skips.
   uint64_t records_skipped = 0;
   bool counts_skipped = false;
+  // Late records dropped by windows (LateRecords operators), checkpointed like records_skipped;
+  // `counts_late`: the job has such an operator.
+  uint64_t records_late = 0;
+  bool counts_late = false;
 };
 
 Status RunJob(const JobSpec& spec, const RunOptions& options, RunSummary* summary);

@@ -1,6 +1,8 @@
 #include "engine/runtime/task.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "engine/base/crash_points.h"
 #include "engine/checkpoint/snapshot_persister.h"
@@ -26,7 +28,11 @@ Task::Task(int index, std::string name, std::vector<ChainedOperator> chain, uint
                     [this](const Barrier& b, PersistJob* job) { SnapshotChain(b, job); }) {
   source_ = dynamic_cast<SourceOperator*>(chain_.front().op.get());
   flow_control_ = dynamic_cast<FlowControlled*>(chain_.front().op.get());
-  for (auto& c : chain_) c.skipped = dynamic_cast<const SkippedRecords*>(c.op.get());
+  for (auto& c : chain_) {
+    c.skipped = dynamic_cast<const SkippedRecords*>(c.op.get());
+    c.late = dynamic_cast<const LateRecords*>(c.op.get());
+    has_timers_ |= c.timers != nullptr;
+  }
   out_.set_blocked_handler(this);
 }
 
@@ -220,6 +226,119 @@ bool Task::FinishChain(size_t from) {
   return out_.Broadcast(StreamElement::EndOfInput());
 }
 
+bool Task::EmitFrom(size_t i) {
+  if (buffers_[i].empty()) return true;
+  RecordBatch emitted;
+  std::swap(emitted, buffers_[i]);
+  if (i + 1 < chain_.size()) return ProcessChain(i + 1, 0, emitted);
+  records_out_.fetch_add(emitted.size(), std::memory_order_relaxed);
+  return !out_.has_outputs() || out_.Emit(&emitted);
+}
+
+bool Task::ProcessWatermarkChain(size_t from, int64_t watermark) {
+  if (watermark <= out_watermark_) return true;
+  for (size_t i = from; i < chain_.size(); ++i) {
+    ChainedOperator& c = chain_[i];
+    if (c.timers != nullptr && c.timers->AdvanceWatermark(watermark)) {
+      int64_t ts;
+      std::string key;
+      while (c.timers->PopEventTimer(&ts, &key)) {
+        ResetBuffer(i);
+        Status s = c.op->OnTimer(TimeDomain::kEventTime, ts, key, &buffers_[i]);
+        if (!s.ok()) return OperatorFailed(c, s);
+        if (!EmitFrom(i)) return false;
+      }
+    }
+    ResetBuffer(i);
+    Status s = c.op->ProcessWatermark(watermark, &buffers_[i]);
+    if (!s.ok()) return OperatorFailed(c, s);
+    if (!EmitFrom(i)) return false;
+  }
+  out_watermark_ = watermark;
+  out_idle_ = false;
+  return out_.Broadcast(StreamElement::OfWatermark(Watermark{watermark, false}));
+}
+
+bool Task::ForwardIdle(bool idle) {
+  if (idle == out_idle_) return true;
+  out_idle_ = idle;
+  return out_.Broadcast(StreamElement::OfWatermark(Watermark{out_watermark_, idle}));
+}
+
+bool Task::HandleWatermarkEvent(const Watermark& w) {
+  if (w.idle) return ForwardIdle(true);
+  if (w.timestamp <= out_watermark_) return ForwardIdle(false);
+  return ProcessWatermarkChain(0, w.timestamp);
+}
+
+bool Task::FireProcessingTimers(int64_t* next) {
+  *next = std::numeric_limits<int64_t>::max();
+  if (!has_timers_) return true;
+  for (size_t i = 0; i < chain_.size(); ++i) {
+    ChainedOperator& c = chain_[i];
+    if (c.timers == nullptr) continue;
+    if (c.timers->NextProcessingTime() != std::numeric_limits<int64_t>::max()) {
+      const int64_t now = c.timers->CurrentProcessingTime();
+      int64_t ts;
+      std::string key;
+      while (c.timers->PopProcessingTimer(now, &ts, &key)) {
+        ResetBuffer(i);
+        Status s = c.op->OnTimer(TimeDomain::kProcessingTime, ts, key, &buffers_[i]);
+        if (!s.ok()) return OperatorFailed(c, s);
+        if (!EmitFrom(i)) return false;
+      }
+    }
+    *next = std::min(*next, c.timers->NextProcessingTime());
+  }
+  return true;
+}
+
+Clock::time_point Task::ParkDeadline(Clock::time_point deadline) {
+  if (has_timers_) {
+    int64_t next = std::numeric_limits<int64_t>::max();
+    for (const ChainedOperator& c : chain_)
+      if (c.timers != nullptr) next = std::min(next, c.timers->NextProcessingTime());
+    if (next != std::numeric_limits<int64_t>::max()) {
+      int64_t now = 0;
+      for (const ChainedOperator& c : chain_)
+        if (c.timers != nullptr) now = c.timers->CurrentProcessingTime();
+      deadline = std::min(deadline, Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, next - now)));
+    }
+  }
+  const SourceWatermarks& w = chain_.front().watermarks;
+  if (source_ != nullptr && w.enabled && w.idle_timeout_ms > 0 && !out_idle_ &&
+      last_record_at_ != Clock::time_point{})
+    deadline = std::min(deadline, last_record_at_ + std::chrono::milliseconds(w.idle_timeout_ms));
+  return deadline;
+}
+
+void Task::NoteEventTimes(const RecordBatch& batch) {
+  const SourceWatermarks& w = chain_.front().watermarks;
+  if (!w.enabled) return;
+  if (w.idle_timeout_ms > 0) last_record_at_ = Clock::now();
+  const size_t f = static_cast<size_t>(w.field);
+  int64_t max = max_event_time_;
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (!batch.IsNull(i, f)) max = std::max(max, batch.GetInt64(i, f));
+  max_event_time_ = max;
+}
+
+bool Task::EmitSourceWatermark() {
+  const SourceWatermarks& w = chain_.front().watermarks;
+  if (!w.enabled || max_event_time_ == kMinWatermark) return true;
+  // max - max_out_of_orderness - 1, saturating.
+  const int64_t lag = w.max_out_of_orderness_ms + 1;
+  const int64_t wm = max_event_time_ < kMinWatermark + lag ? kMinWatermark : max_event_time_ - lag;
+  return wm > out_watermark_ ? ProcessWatermarkChain(1, wm) : true;
+}
+
+bool Task::CheckSourceIdle() {
+  const SourceWatermarks& w = chain_.front().watermarks;
+  if (!w.enabled || w.idle_timeout_ms == 0 || out_idle_ || last_record_at_ == Clock::time_point{}) return true;
+  if (Clock::now() - last_record_at_ < std::chrono::milliseconds(w.idle_timeout_ms)) return true;
+  return ForwardIdle(true);
+}
+
 void Task::SnapshotChain(const Barrier& b, PersistJob* job) {
   for (auto& c : chain_) {
     SnapshotPart part;
@@ -236,6 +355,7 @@ void Task::SnapshotChain(const Barrier& b, PersistJob* job) {
         part.async_part = std::move(snap.async_part);
         if (c.skipped != nullptr && c.skipped->counts_skipped())
           part.handle.records_skipped = static_cast<int64_t>(c.skipped->records_skipped());
+        if (c.late != nullptr) part.handle.records_late = static_cast<int64_t>(c.late->records_late());
       } else {
         job->sync_status = s.WithContext("operator " + c.ctx.operator_id + "[" + std::to_string(c.ctx.subtask) + "]");
       }
@@ -267,7 +387,11 @@ bool Task::HandleGateEvent(GateEvent& ev) {
     case GateEvent::Kind::kChannelStateDone:
       checkpointer_.OnChannelStateDone(std::move(ev.channel_state));
       return true;
+    case GateEvent::Kind::kWatermark:
+      return HandleWatermarkEvent(ev.watermark);
     case GateEvent::Kind::kEndOfInput:
+      // Every input ended: the final watermark (each producer sent it already), then Finish.
+      if (!ProcessWatermarkChain(0, kMaxWatermark)) return false;
       return FinishChain(0);
     case GateEvent::Kind::kEndOfStream:
     case GateEvent::Kind::kNone:
@@ -325,6 +449,7 @@ bool Task::LoadRestoredChannels() {
 void Task::RunSource() {
   RecordBatch& batch = buffers_[0];
   bool exhausted = false;
+  last_record_at_ = Clock::now();  // idle_timeout counts from the start too
   while (true) {
     if (!HandleControl()) return;
     if (terminated_) {
@@ -341,21 +466,31 @@ void Task::RunSource() {
       parker_.Park(t);
       continue;
     }
+    int64_t next_timer;
+    if (!FireProcessingTimers(&next_timer)) return;
     ResetBuffer(0);
     Clock::time_point resume_at;
     auto r = source_->Poll(&batch, kSourceBatchRecords, &resume_at);
     if (!batch.empty()) {
       records_in_.fetch_add(batch.size(), std::memory_order_relaxed);
+      // Active again: the channels downstream count this source before its records arrive.
+      if (out_idle_ && !ForwardIdle(false)) return;
+      NoteEventTimes(batch);  // before Emit takes the records
       if (chain_.size() > 1) {
         if (!ProcessChain(1, 0, batch)) return;
       } else {
         records_out_.fetch_add(batch.size(), std::memory_order_relaxed);
         if (out_.has_outputs() && !out_.Emit(&batch)) return;
       }
+      if (!EmitSourceWatermark()) return;
+    } else if (!CheckSourceIdle()) {
+      return;
     }
     if (r == SourceOperator::PollResult::kFailed) return;  // CloseAll fails the task with Close's status
     if (r == SourceOperator::PollResult::kExhausted) {
       exhausted = true;
+      // The final watermark, then the end of input.
+      if (!ProcessWatermarkChain(1, kMaxWatermark)) return;
       if (!FinishChain(1)) return;
       listener_->SourceFinished(index_);
     } else if (r == SourceOperator::PollResult::kWait) {
@@ -365,7 +500,7 @@ void Task::RunSource() {
         parker_.Cancel();
         continue;
       }
-      parker_.Park(t, resume_at);
+      parker_.Park(t, ParkDeadline(resume_at));
     }
   }
 }
@@ -374,6 +509,8 @@ void Task::RunConsumer() {
   if (!LoadRestoredChannels()) return;
   while (true) {
     if (!HandleControl()) return;
+    int64_t next_timer;
+    if (!FireProcessingTimers(&next_timer)) return;
     Clock::time_point deadline = Clock::time_point::max();
     if (has_current_) {
       bool waiting = false;
@@ -400,7 +537,7 @@ void Task::RunConsumer() {
     }
     // Nothing to do now: flush, then park until new input, a control message, or a deadline.
     if (!out_.Flush()) return;
-    deadline = std::min(deadline, in_.NextDeadline());
+    deadline = ParkDeadline(std::min(deadline, in_.NextDeadline()));
     uint32_t t = parker_.Prepare();
     // While throttled, new data is no reason to wake; priority events are.
     bool work = has_current_ ? in_.HasPriorityWork() : in_.HasWork();

@@ -24,6 +24,7 @@
 #include "engine/dataflow/operator.h"
 #include "engine/dataflow/output_gate.h"
 #include "engine/base/parker.h"
+#include "engine/runtime/keyed_timer_service.h"
 #include "state/keyed_state.h"
 #include "state/operator_list_state.h"
 #include "state/state_backend.h"
@@ -32,6 +33,7 @@ namespace cairn {
 
 class FlowControlled;
 class SkippedRecords;
+class LateRecords;
 class SnapshotPersister;
 
 // What a task reports to the job: checkpoint-protocol events and failures.
@@ -42,20 +44,36 @@ class TaskListener {
   virtual void TaskFailed(int task, const Status& s) = 0;
 };
 
+// How a source task makes watermarks (a source's `watermark:`, docs/configuration.md): after
+// each batch whose largest event time (field `field`, int64 ms) passed the largest so far, the
+// watermark max - max_out_of_orderness - 1 ms (Flink's BoundedOutOfOrderness); after
+// idle_timeout without a record, an idle watermark; at the end of input, the final watermark.
+struct SourceWatermarks {
+  bool enabled = false;
+  int field = -1;
+  int64_t max_out_of_orderness_ms = 0;
+  int64_t idle_timeout_ms = 0;  // 0: never idle
+};
+
 // One operator of the chain, with its subtask's state.
 struct ChainedOperator {
   std::unique_ptr<Operator> op;
   OperatorContext ctx;
   std::unique_ptr<KeyedInt64State> keyed_state;  // keyed operators on the heap backend only
   const SkippedRecords* skipped = nullptr;        // set by the task when op is one (its count goes in the checkpoint)
+  const LateRecords* late = nullptr;              // the same, for late records
   std::unique_ptr<KeyedStore> keyed_store;       // keyed operators only
   std::unique_ptr<OperatorStateStore> list_state;  // every operator: its list states (ctx.operator_state)
+  SourceWatermarks watermarks;                     // a source with `watermark:` only
   // Keyed operators only; declared last, destroyed first (it may point into the two above).
   std::unique_ptr<KeyedStateBackend> keyed_backend;
+  // Types with timers only; it uses keyed_backend and list_state.
+  std::unique_ptr<KeyedTimerService> timers;
 };
 
 class Task : public BlockedHandler, public CheckpointParticipant {
  public:
+  using Clock = std::chrono::steady_clock;
   Task(int index, std::string name, std::vector<ChainedOperator> chain, uint32_t max_parallelism, std::string checkpoint_dir, SnapshotPersister* persister, TaskListener* listener);
 
   int index() const { return index_; }
@@ -107,6 +125,21 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   bool LoadRestoredChannels();  // false (and failed) when a channel is not an input
   void PrintState();
   bool FinishChain(size_t from);
+  // The watermark reached chain operator `from` and those after it: for each, its due timers
+  // fire, then ProcessWatermark, what they emit flowing on; then it goes downstream. Never back.
+  bool ProcessWatermarkChain(size_t from, int64_t watermark);
+  // An idle watermark, or the end of idleness, for the channels downstream.
+  bool ForwardIdle(bool idle);
+  // Due processing-time timers of the chain fire. *next: the earliest one left (Unix ms).
+  bool FireProcessingTimers(int64_t* next);
+  // Emits what chain operator i put in its buffer through the rest of the chain.
+  bool EmitFrom(size_t i);
+  bool HandleWatermarkEvent(const Watermark& w);
+  // The source task: watermarks after a batch it emitted; idleness; the park deadline.
+  void NoteEventTimes(const RecordBatch& batch);
+  bool EmitSourceWatermark();
+  bool CheckSourceIdle();
+  Clock::time_point ParkDeadline(Clock::time_point deadline);
   bool NotifyChain(CheckpointId id);  // false (and failed) when an operator fails
   // Fails the task with `s` from chain operator `c`, naming it; returns false.
   bool OperatorFailed(const ChainedOperator& c, const Status& s);
@@ -143,6 +176,12 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   std::vector<RestoredChannel> restored_channels_;
   bool terminated_ = false;
   bool failed_ = false;
+  // Event time (task thread).
+  int64_t out_watermark_ = kMinWatermark;  // the last watermark sent downstream
+  bool out_idle_ = false;                  // an idle watermark was sent last
+  int64_t max_event_time_ = kMinWatermark; // a source with watermarks: the largest event time seen
+  Clock::time_point last_record_at_{};     // a source with an idle_timeout: its last record
+  bool has_timers_ = false;                // some chained operator has processing-time timers
 };
 
 }  // namespace cairn

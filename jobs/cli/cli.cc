@@ -226,15 +226,24 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
       if (h.records_skipped >= 0) skipped_records = std::max<int64_t>(skipped_records, 0) + h.records_skipped;
     const std::string skipped_json =
         skipped_records >= 0 ? ",\"records_skipped\":" + std::to_string(skipped_records) : std::string();
-    const std::string skipped_text =
+    std::string skipped_text =
         skipped_records >= 0 ? " records_skipped=" + std::to_string(skipped_records) : std::string();
+    // Late records dropped by windows, shown only for jobs with windows.
+    int64_t late_records = -1;
+    for (const SubtaskStateHandle& h : m.subtasks)
+      if (h.records_late >= 0) late_records = std::max<int64_t>(late_records, 0) + h.records_late;
+    std::string skipped_json_all = skipped_json;
+    if (late_records >= 0) {
+      skipped_json_all += ",\"records_late\":" + std::to_string(late_records);
+      skipped_text += " records_late=" + std::to_string(late_records);
+    }
     if (json) {
       printf("{\"id\":%" PRIu64 ",\"path\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64 ",\"duration_ms\":%" PRId64
              ",\"state_bytes\":%" PRIu64 ",\"mode\":%s,\"alignment_ms\":%" PRId64 ",\"sync_ms\":%" PRId64
              ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 "%s,\"final\":%s}\n",
              m.id, JsonQuote(c.path).c_str(), JsonQuote(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
              m.duration_ms, m.state_bytes, JsonQuote(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
-             m.channel_state_bytes, skipped_json.c_str(), m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
+             m.channel_state_bytes, skipped_json_all.c_str(), m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
     } else {
       printf("id=%" PRIu64 " path=%s trigger_time=%s duration_ms=%" PRId64 " state_bytes=%" PRIu64
              " mode=%s alignment_ms=%" PRId64 " sync_ms=%" PRId64 " async_ms=%" PRId64 " channel_state_bytes=%" PRIu64

@@ -29,6 +29,11 @@ std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
     snprintf(buf, sizeof buf, "  records skipped %" PRIu64 " (malformed input, on_error: skip)\n", s.records_skipped);
     out += buf;
   }
+  if (s.counts_late) {
+    snprintf(buf, sizeof buf, "  records late    %" PRIu64 " (dropped: past their windows' end + allowed_lateness)\n",
+             s.records_late);
+    out += buf;
+  }
   if (!s.top_keys.empty()) {
     out += "  top words      ";
     for (const auto& [k, v] : s.top_keys) out += " " + k + " " + std::to_string(v);
