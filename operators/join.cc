@@ -20,32 +20,13 @@
 #include "engine/dataflow/record_codec.h"
 #include "engine/expr/expr.h"
 #include "jobs/registry.h"
+#include "operators/select_exprs.h"
 #include "state/keyed_state_api.h"
 
 namespace cairn {
 namespace {
 
 constexpr const char* kRowsType = "cairn.join.rows";
-
-// One output field per select entry, over the pair schema; the program into *out.
-Status CompileSelect(const OperatorConfig& c, const SchemaRef& pair, std::unique_ptr<ExprProgram>* out,
-                     std::vector<Field>* fields) {
-  const std::vector<ParamEntry>& entries = c.GetEntries("select");
-  if (entries.empty())
-    return Status::InvalidArgument(c.Where("select") + ": operator '" + c.id + "': select must name at least one field");
-  auto p = std::make_unique<ExprProgram>(pair);
-  fields->clear();
-  for (const ParamEntry& e : entries) {
-    const std::string place = e.location + ": operator '" + c.id + "': select." + e.key;
-    CAIRN_RETURN_IF_ERROR(p->Add(e.value, place));
-    const ExprType t = p->type(p->size() - 1);
-    if (t.null_literal)
-      return Status::InvalidArgument(place + ", column 1: the type of NULL is unknown here; write CAST(NULL AS type)");
-    fields->push_back({e.key, t.type});
-  }
-  *out = std::move(p);
-  return Status::OK();
-}
 
 // The fields of both inputs, each named `<input id>.<field>`: what `select` reads.
 Status PairSchema(const OperatorConfig& c, const SchemaRef& left, const SchemaRef& right, SchemaRef* out) {

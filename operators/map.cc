@@ -8,29 +8,10 @@
 
 #include "engine/expr/expr.h"
 #include "jobs/registry.h"
+#include "operators/select_exprs.h"
 
 namespace cairn {
 namespace {
-
-// Compiles every select entry over `input`; the output fields into *fields.
-Status CompileSelect(const OperatorConfig& c, const SchemaRef& input, std::unique_ptr<ExprProgram>* out,
-                     std::vector<Field>* fields) {
-  const std::vector<ParamEntry>& entries = c.GetEntries("select");
-  if (entries.empty())
-    return Status::InvalidArgument(c.Where("select") + ": operator '" + c.id + "': select must name at least one field");
-  auto p = std::make_unique<ExprProgram>(input);
-  fields->clear();
-  for (const ParamEntry& e : entries) {
-    const std::string place = e.location + ": operator '" + c.id + "': select." + e.key;
-    CAIRN_RETURN_IF_ERROR(p->Add(e.value, place));
-    const ExprType t = p->type(p->size() - 1);
-    if (t.null_literal)
-      return Status::InvalidArgument(place + ", column 1: the type of NULL is unknown here; write CAST(NULL AS type)");
-    fields->push_back({e.key, t.type});
-  }
-  *out = std::move(p);
-  return Status::OK();
-}
 
 class Map final : public Operator {
  public:
