@@ -647,9 +647,11 @@ Status JobReader::ReadEntries(const Entry& e, const ParamSpec& p, const std::str
     if (!seen.insert(it->first.Scalar()).second)
       return loc_.Error(it->first, label + " has key '" + it->first.Scalar() + "' twice");
     if (p.type == ParamType::kMapOfLists && it->second.IsSequence()) {
-      if (it->second.size() == 0)
-        return loc_.Error(it->second, label + ": the list of '" + it->first.Scalar() + "' is empty");
-      for (const YAML::Node& item : it->second) {
+      // A copy: `it->` gives a temporary, which a range-for over its member would outlive.
+      const YAML::Node values = it->second;
+      if (values.size() == 0)
+        return loc_.Error(values, label + ": the list of '" + it->first.Scalar() + "' is empty");
+      for (const YAML::Node& item : values) {
         if (!item.IsScalar())
           return loc_.Error(item, label + ": the values of '" + it->first.Scalar() + "' must be scalars, got " +
                                       Describe(item));
