@@ -68,7 +68,7 @@ class Join final : public Operator {
     const size_t side = input == 0 ? 0 : 1;
     Side& mine = sides_[side];
     Side& other = sides_[1 - side];
-    const int64_t now = ttl_ms_ > 0 ? NowMs() : 0;
+    const int64_t now = NowMs();  // once per batch; stored with each record, so a later state_ttl applies to it too
     pairs_.clear();
     for (size_t i = 0; i < in.size(); ++i) {
       std::string_view key = mine.key.Key(in, i, &key_scratch_);
