@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "engine/dataflow/record_codec.h"
+#include "operators/jsonl_lines.h"
 
 namespace cairn {
 namespace {
@@ -66,16 +67,7 @@ void ClickGenerator::Event(int64_t n, std::string* out) const {
 }
 
 void ClickGenerator::WriteJsonl(FILE* f) const {
-  std::string buf;
-  for (int64_t n = 0; n < p_.events; ++n) {
-    Event(n, &buf);
-    buf.push_back('\n');
-    if (buf.size() >= (1 << 16)) {
-      fwrite(buf.data(), 1, buf.size(), f);
-      buf.clear();
-    }
-  }
-  fwrite(buf.data(), 1, buf.size(), f);
+  WriteLines(f, p_.events, [this](int64_t n, std::string* buf) { Event(n, buf); });
 }
 
 }  // namespace cairn

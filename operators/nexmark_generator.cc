@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/dataflow/record_codec.h"
+#include "operators/jsonl_lines.h"
 
 namespace cairn {
 namespace {
@@ -303,18 +304,11 @@ void NexmarkGenerator::AppendJson(const NexmarkEvent& e, std::string* out) {
 }
 
 void NexmarkGenerator::WriteJsonl(FILE* f) const {
-  std::string buf;
   NexmarkEvent e;
-  for (int64_t n = 0; n < p_.events; ++n) {
+  WriteLines(f, p_.events, [this, &e](int64_t n, std::string* buf) {
     Event(n, &e);
-    AppendJson(e, &buf);
-    buf.push_back('\n');
-    if (buf.size() >= (1 << 16)) {
-      fwrite(buf.data(), 1, buf.size(), f);
-      buf.clear();
-    }
-  }
-  fwrite(buf.data(), 1, buf.size(), f);
+    AppendJson(e, buf);
+  });
 }
 
 }  // namespace cairn
