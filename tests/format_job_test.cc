@@ -31,16 +31,6 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
   return v;
 }
 
-// The committed part files of a sink directory, by name.
-std::map<std::string, std::string> PartFiles(const std::string& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.rfind("part-", 0) == 0) files[name] = ReadText(e.path().string());
-  }
-  return files;
-}
-
 std::vector<std::string> Args(const std::string& job, const std::vector<std::string>& extra) {
   std::vector<std::string> a = {"run", job, "--quiet"};
   a.insert(a.end(), extra.begin(), extra.end());

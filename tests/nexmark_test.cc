@@ -139,16 +139,6 @@ std::string ValueText(simdjson::dom::element v) {
   }
 }
 
-// The committed part files of a sink directory, by name.
-std::map<std::string, std::string> PartFiles(const std::string& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.rfind("part-", 0) == 0) files[name] = ReadText(e.path().string());
-  }
-  return files;
-}
-
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
   for (size_t at = 0; at < text.size();) {

@@ -220,6 +220,15 @@ void CairnProcess::Kill() {
   if (!reaped_ && pid_ > 0) kill(pid_, SIGKILL);
 }
 
+std::map<std::string, std::string> PartFiles(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.rfind("part-", 0) == 0) files[name] = ReadText(e.path().string());
+  }
+  return files;
+}
+
 std::vector<std::string> CommittedLines(const std::string& dir) {
   std::vector<std::string> lines;
   if (!std::filesystem::exists(dir)) return lines;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -86,5 +87,8 @@ class CairnProcess {
 // Every committed output line of a file sink directory: files whose names start with neither
 // '.' nor '_'.
 std::vector<std::string> CommittedLines(const std::string& dir);
+
+// The committed part files (`part-*`) of a file sink directory: name -> contents.
+std::map<std::string, std::string> PartFiles(const std::string& dir);
 
 }  // namespace cairn::testing
