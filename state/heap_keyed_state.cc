@@ -46,6 +46,36 @@ Status HeapKeyedStateBackend::Declare(const StateDescriptor& d, StateId* id) {
   return Status::OK();
 }
 
+size_t HeapKeyedStateBackend::ProbeHash::operator()(const std::string& k) const {
+  return static_cast<size_t>(KeyHash(k));
+}
+
+HeapKeyedStateBackend::Entry* HeapKeyedStateBackend::Find(Table* t, std::string_view key, uint64_t hash,
+                                                          std::string_view user_key, bool create,
+                                                          Rows::value_type** rows, const std::string** uk) {
+  auto it = t->rows.find(Probe{key, hash});
+  if (it == t->rows.end()) {
+    if (!create) return nullptr;
+    it = t->rows.emplace(std::string(key), KeyRows{}).first;
+    it->second.key_group = KeyGroupOf(hash, max_parallelism());
+    it->second.single.removed = true;
+  }
+  *rows = &*it;
+  KeyRows& k = it->second;
+  if (t->desc.kind != StateKind::kMap) {
+    *uk = nullptr;
+    return &k.single;
+  }
+  auto e = k.by_user_key.find(user_key);
+  if (e == k.by_user_key.end()) {
+    if (!create) return nullptr;
+    e = k.by_user_key.emplace(std::string(user_key), Entry{}).first;
+    e->second.removed = true;
+  }
+  *uk = &e->first;
+  return &e->second;
+}
+
 bool HeapKeyedStateBackend::Get(StateId id, std::string_view key, uint64_t hash, std::string_view user_key,
                                 std::string* value) {
   if (id == 0) {  // the table checks the key group itself (KeyedInt64State::foreign_key_error)
@@ -56,18 +86,18 @@ bool HeapKeyedStateBackend::Get(StateId id, std::string_view key, uint64_t hash,
     return true;
   }
   if (!Owns(key, hash)) return false;
-  Table* t = table(id);
-  key_buf_ = EncodeEntryKey(t->desc.kind, KeyGroupOf(hash, max_parallelism()), key, user_key);
-  auto it = t->rows.find(key_buf_);
-  if (it == t->rows.end() || it->second.removed) return false;
-  value->assign(it->second.value);
+  Rows::value_type* rows;
+  const std::string* uk;
+  Entry* e = Find(table(id), key, hash, user_key, false, &rows, &uk);
+  if (e == nullptr || e->removed) return false;
+  value->assign(e->value);
   return true;
 }
 
-void HeapKeyedStateBackend::Touch(Table* t, const std::string& stored, Entry* e) {
+void HeapKeyedStateBackend::Touch(Table* t, Rows::value_type* rows, const std::string* uk, Entry* e) {
   if (!e->dirty) {
     e->dirty = true;
-    t->dirty.push_back(stored);
+    t->dirty.push_back(Dirty{rows, uk, e});
   }
 }
 
@@ -80,26 +110,27 @@ void HeapKeyedStateBackend::Put(StateId id, std::string_view key, uint64_t hash,
   }
   if (!Owns(key, hash)) return;
   Table* t = table(id);
-  key_buf_ = EncodeEntryKey(t->desc.kind, KeyGroupOf(hash, max_parallelism()), key, user_key);
-  auto [it, fresh] = t->rows.try_emplace(key_buf_);
-  Entry& e = it->second;
-  if (fresh || e.removed) ++t->live;
-  e.removed = false;
-  e.value.assign(value.data(), value.size());
-  Touch(t, it->first, &e);
+  Rows::value_type* rows;
+  const std::string* uk;
+  Entry* e = Find(t, key, hash, user_key, true, &rows, &uk);
+  if (e->removed) ++t->live;
+  e->removed = false;
+  e->value.assign(value.data(), value.size());
+  Touch(t, rows, uk, e);
 }
 
 void HeapKeyedStateBackend::Delete(StateId id, std::string_view key, uint64_t hash, std::string_view user_key) {
   if (id == 0) return int64_->Delete(key);
   if (!Owns(key, hash)) return;
   Table* t = table(id);
-  key_buf_ = EncodeEntryKey(t->desc.kind, KeyGroupOf(hash, max_parallelism()), key, user_key);
-  auto it = t->rows.find(key_buf_);
-  if (it == t->rows.end() || it->second.removed) return;
-  it->second.removed = true;
-  it->second.value.clear();
+  Rows::value_type* rows;
+  const std::string* uk;
+  Entry* e = Find(t, key, hash, user_key, false, &rows, &uk);
+  if (e == nullptr || e->removed) return;
+  e->removed = true;
+  e->value.clear();
   --t->live;
-  Touch(t, it->first, &it->second);
+  Touch(t, rows, uk, e);
 }
 
 void HeapKeyedStateBackend::ForEachUserKey(StateId id, std::string_view key, uint64_t hash,
@@ -107,27 +138,25 @@ void HeapKeyedStateBackend::ForEachUserKey(StateId id, std::string_view key, uin
   if (!Owns(key, hash) || id == 0) return;
   Table* t = table(id);
   if (t->desc.kind != StateKind::kMap) return;
-  const std::string prefix = EncodeEntryKey(StateKind::kMap, KeyGroupOf(hash, max_parallelism()), key, {});
-  for (auto it = t->rows.lower_bound(prefix); it != t->rows.end(); ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
-    if (it->second.removed) continue;
-    fn(std::string_view(it->first).substr(prefix.size()), it->second.value);
-  }
+  auto it = t->rows.find(Probe{key, hash});
+  if (it == t->rows.end()) return;
+  for (const auto& [uk, e] : it->second.by_user_key)
+    if (!e.removed) fn(uk, e.value);
 }
 
 void HeapKeyedStateBackend::AppendToList(StateId id, std::string_view key, uint64_t hash, std::string_view element) {
   if (!Owns(key, hash) || id == 0) return;
   Table* t = table(id);
-  key_buf_ = EncodeEntryKey(t->desc.kind, KeyGroupOf(hash, max_parallelism()), key, {});
-  auto [it, fresh] = t->rows.try_emplace(key_buf_);
-  Entry& e = it->second;
-  if (fresh || e.removed) {
+  Rows::value_type* rows;
+  const std::string* uk;
+  Entry* e = Find(t, key, hash, {}, true, &rows, &uk);
+  if (e->removed) {
     ++t->live;
-    e.removed = false;
-    e.value.clear();
+    e->removed = false;
+    e->value.clear();
   }
-  AppendListElement(&e.value, element);  // in place: no copy of the list
-  Touch(t, it->first, &e);
+  AppendListElement(&e->value, element);  // in place: no copy of the list
+  Touch(t, rows, uk, e);
 }
 
 void HeapKeyedStateBackend::ForEachEntry(
@@ -142,24 +171,40 @@ void HeapKeyedStateBackend::ForEachEntry(
     return;
   }
   Table* t = table(id);
-  for (const auto& [stored, e] : t->rows) {
-    if (e.removed) continue;
-    uint32_t kg;
-    std::string_view key, uk;
-    if (DecodeEntryKey(t->desc.kind, stored, &kg, &key, &uk)) fn(key, uk, e.value);
+  for (const auto& [key, k] : t->rows) {
+    if (t->desc.kind != StateKind::kMap) {
+      if (!k.single.removed) fn(key, {}, k.single.value);
+      continue;
+    }
+    for (const auto& [uk, e] : k.by_user_key)
+      if (!e.removed) fn(key, uk, e.value);
   }
 }
 
 Status HeapKeyedStateBackend::Snapshot(std::unique_ptr<StateDelta>* out) {
   std::unique_ptr<StateDelta> delta = int64_->TakeDelta();
   for (auto& t : tables_) {
-    for (const std::string& stored : t->dirty) {
-      auto it = t->rows.find(stored);
-      if (it == t->rows.end()) continue;
-      Entry& e = it->second;
-      delta->named.push_back(StateDelta::NamedEntry{t->encoded, stored, e.value, e.removed});
+    delta->named.reserve(delta->named.size() + t->dirty.size());
+    // Entries first, erasures after: a dirty entry's node stays valid until every one is read.
+    for (const Dirty& d : t->dirty) {
+      Entry& e = *d.entry;
+      delta->named.push_back(StateDelta::NamedEntry{
+          t->encoded,
+          EncodeEntryKey(t->desc.kind, d.rows->second.key_group, d.rows->first,
+                         d.user_key == nullptr ? std::string_view() : std::string_view(*d.user_key)),
+          e.value, e.removed});
       e.dirty = false;
-      if (e.removed) t->rows.erase(it);
+    }
+    for (const Dirty& d : t->dirty) {
+      if (!d.entry->removed) continue;
+      KeyRows& k = d.rows->second;
+      if (d.user_key != nullptr) {
+        auto it = k.by_user_key.find(*d.user_key);
+        if (it != k.by_user_key.end() && it->second.removed) k.by_user_key.erase(it);
+        if (!k.by_user_key.empty()) continue;
+      }
+      // The key has no entry left (a removed value, or an empty map): drop its node.
+      t->rows.erase(t->rows.find(d.rows->first));
     }
     t->dirty.clear();
   }
@@ -185,9 +230,12 @@ Status HeapKeyedStateBackend::LoadNamed(std::string_view state, std::string_view
   StateId id;
   Table* t = FindOrAddTable(d, &id);
   if (!(t->desc == d)) return Status::Corruption("keyed state '" + d.name + "' is stored with two types");
-  auto [it, fresh] = t->rows.try_emplace(std::string(stored_key));
-  if (fresh) ++t->live;
-  it->second.value.assign(value.data(), value.size());
+  Rows::value_type* rows;
+  const std::string* u;
+  Entry* e = Find(t, key, KeyHash(key), uk, true, &rows, &u);
+  if (e->removed) ++t->live;
+  e->removed = false;
+  e->value.assign(value.data(), value.size());
   return Status::OK();
 }
 

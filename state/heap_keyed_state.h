@@ -5,11 +5,14 @@
 //
 // The default state (kDefaultStateName, a ValueState<int64_t>) is the subtask's
 // KeyedInt64State, the fast open-addressing table that `count` also uses directly; every named
-// state is an ordered in-memory table of stored key (EncodeEntryKey) -> value bytes, ordered so
-// that a map state's user keys of one key are one range.
+// state is a hash table by key (hashed with the caller's KeyHash, so a point read or write is one
+// probe, not a search of the ordered keys), each key holding its value (value and list states)
+// or its map state's user keys in byte order (ForEachUserKey walks one small ordered map).
 //
 // Contract: that of KeyedStateBackend (state/keyed_state_api.h). Snapshot() costs O(changed
-// entries). LoadNamed (restore) inserts without marking the entry changed.
+// entries): the changed entries are tracked by address (hash-table and map nodes do not move),
+// and removed ones are erased there. LoadNamed (restore) inserts without marking the entry
+// changed.
 #pragma once
 
 #include <functional>
@@ -17,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "state/keyed_state.h"
@@ -52,20 +56,51 @@ class HeapKeyedStateBackend : public KeyedStateBackend {
     bool dirty = false;
     bool removed = false;
   };
+  // The entries of one key: `single` for value and list states, `by_user_key` for map states.
+  struct KeyRows {
+    uint32_t key_group = 0;
+    Entry single;
+    std::map<std::string, Entry, std::less<>> by_user_key;
+  };
+  // A lookup by key bytes with the caller's KeyHash (no second hash, no copy of the key).
+  struct Probe {
+    std::string_view key;
+    uint64_t hash;
+  };
+  struct ProbeHash {
+    using is_transparent = void;
+    size_t operator()(const std::string& k) const;
+    size_t operator()(const Probe& p) const { return static_cast<size_t>(p.hash); }
+  };
+  struct ProbeEq {
+    using is_transparent = void;
+    bool operator()(const std::string& a, const std::string& b) const { return a == b; }
+    bool operator()(const Probe& a, const std::string& b) const { return a.key == b; }
+    bool operator()(const std::string& a, const Probe& b) const { return a == b.key; }
+  };
+  using Rows = std::unordered_map<std::string, KeyRows, ProbeHash, ProbeEq>;
+  // A changed entry: its key's node, its user key (null for value and list states), the entry.
+  struct Dirty {
+    Rows::value_type* rows;
+    const std::string* user_key;
+    Entry* entry;
+  };
   struct Table {
     StateDescriptor desc;
     std::string encoded;  // desc.Encode()
-    std::map<std::string, Entry, std::less<>> rows;
-    std::vector<std::string> dirty;  // keys of rows changed since the last snapshot
+    Rows rows;
+    std::vector<Dirty> dirty;  // changed since the last snapshot
     size_t live = 0;
   };
   Table* FindOrAddTable(const StateDescriptor& d, StateId* id);
   Table* table(StateId id) { return tables_[id - 1].get(); }
-  void Touch(Table* t, const std::string& stored, Entry* e);
+  // The entry of (key, user_key) in t, or null; with `create`, made (as removed) when missing.
+  Entry* Find(Table* t, std::string_view key, uint64_t hash, std::string_view user_key, bool create,
+              Rows::value_type** rows, const std::string** uk);
+  void Touch(Table* t, Rows::value_type* rows, const std::string* uk, Entry* e);
 
   KeyedInt64State* const int64_;
   std::vector<std::unique_ptr<Table>> tables_;  // StateId i >= 1 is tables_[i - 1]; 0 is the default state
-  std::string key_buf_;
 };
 
 }  // namespace cairn
