@@ -230,7 +230,8 @@ Status ApplyOverride(const std::string& arg, const Locator& loc, YAML::Node root
     }
     found = true;
   } else if (head == "operators") {
-    if (parts.size() != 3) return SetError(path, "expected operators.<id>.<key>");
+    if (parts.size() != 3 && parts.size() != 4)
+      return SetError(path, "expected operators.<id>.<key> (or operators.<id>.<key>.<entry> for a map key)");
     const std::string& id = parts[1];
     key = parts[2];
     Entry ops = Find(root, "operators");
@@ -255,6 +256,33 @@ Status ApplyOverride(const std::string& arg, const Locator& loc, YAML::Node root
     if (!Contains(known, key))
       return SetError(path, "unknown key '" + key + "' for operator '" + id + "'" +
                                 (t ? " of type " + t->name : "") + " (known keys: " + Join(known) + ")");
+    if (parts.size() == 4) {
+      // One entry of a map-valued key: the source's watermark, or a map parameter.
+      const std::string& entry = parts[3];
+      bool is_map = key == "watermark";
+      if (is_map && !Contains(kWatermarkKeys, entry))
+        return SetError(path, "unknown key '" + entry + "' in watermark (known keys: " + Join(kWatermarkKeys) + ")");
+      if (t != nullptr)
+        for (const ParamSpec& p : t->params)
+          if (p.name == key) is_map = p.type == ParamType::kMap || p.type == ParamType::kMapOfLists;
+      if (!is_map) return SetError(path, "'" + key + "' of operator '" + id + "' is a single value, not a map");
+      Entry m = Find(target, key);
+      if (m.present && !m.value.IsMap())
+        return SetError(path, key + " of operator '" + id + "' at " + loc.Where(m) + " is not a map");
+      YAML::Node op = target;
+      if (!m.present) op[key] = YAML::Node(YAML::NodeType::Map);
+      YAML::Node value;
+      try {
+        YAML::Node loaded = YAML::Load(text);
+        value = loaded.IsNull() ? YAML::Node(YAML::NodeType::Null) : loaded;
+      } catch (const YAML::ParserException& e) {
+        return SetError(path, "value is not valid YAML: " + e.msg);
+      }
+      log->Add(value, path);
+      YAML::Node map = op[key];
+      map[entry] = value;
+      return Status::OK();
+    }
   } else {
     return SetError(path, "unknown key '" + head +
                               "' (known: job, parallelism, max_parallelism, checkpoint.<key>, state.<key>, operators.<id>.<key>)");

@@ -520,6 +520,47 @@ TEST(JobLoader, SetValueIsParsedAsYamlScalar) {
   EXPECT_EQ(spec.operators[0].GetInt("rate"), 12);
 }
 
+TEST(JobLoader, SetOneEntryOfAWatermarkOrAMapParameter) {
+  const std::string yaml =
+      "job: j\noperators:\n"
+      "  - id: ev\n    type: nexmark\n    watermark: {field: date_time, max_out_of_orderness: 4s}\n"
+      "  - {id: w, type: window, inputs: [ev], time: date_time, kind: tumble, size: 10s, aggregates: {n: count(*)}}\n"
+      "  - {id: out, type: discard_sink, inputs: [w]}\n";
+  JobSpec spec = MustLoad(yaml, {"operators.ev.watermark.max_out_of_orderness=2s",
+                                 "operators.ev.watermark.idle_timeout=1s", "operators.w.aggregates.top=max(price)"});
+  const WatermarkSpec& wm = spec.Find("ev")->watermark;
+  EXPECT_TRUE(wm.enabled);
+  EXPECT_EQ(wm.field, "date_time");  // untouched
+  EXPECT_EQ(wm.max_out_of_orderness, Millis(2000));
+  EXPECT_EQ(wm.idle_timeout, Millis(1000));
+  const std::vector<ParamEntry>& aggs = spec.Find("w")->GetEntries("aggregates");
+  ASSERT_EQ(aggs.size(), 2u);
+  EXPECT_EQ(aggs[1].key, "top");
+  EXPECT_EQ(aggs[1].value, "max(price)");
+  // A watermark that the file does not have: --set makes it.
+  const std::string none = yaml.substr(0, yaml.find("    watermark:")) + yaml.substr(yaml.find("  - {id: w"));
+  JobSpec made = MustLoad(none, {"operators.ev.watermark.field=date_time"});
+  EXPECT_TRUE(made.Find("ev")->watermark.enabled);
+  EXPECT_EQ(made.Find("ev")->watermark.field, "date_time");
+  // Wrong entries are refused naming them.
+  struct Bad {
+    const char* set;
+    const char* says;
+  } bad[] = {
+      {"operators.ev.watermark.idle=1s", "unknown key 'idle' in watermark (known keys: field, max_out_of_orderness, idle_timeout)"},
+      {"operators.ev.events.x=1", "'events' of operator 'ev' is a single value, not a map"},
+      {"operators.ev.watermark.max_out_of_orderness=soon", "--set operators.ev.watermark.max_out_of_orderness"},
+      {"operators.w.size.x=1", "'size' of operator 'w' is a single value, not a map"},
+      {"operators.w.a.b.c=1", "expected operators.<id>.<key>"},
+  };
+  for (const Bad& b : bad) {
+    JobSpec spec2;
+    Status st = LoadJobFromString(yaml, "t.yaml", {b.set}, &spec2);
+    EXPECT_FALSE(st.ok()) << b.set;
+    EXPECT_NE(st.message().find(b.says), std::string::npos) << b.set << ": " << st.message();
+  }
+}
+
 TEST(JobLoader, SetAppliesBeforeValidation) {
   // The file alone is invalid (parallelism 0), the override repairs it.
   JobSpec spec = MustLoad(Edit("job: wc", "job: wc\nparallelism: 0"), {"parallelism=1"});
