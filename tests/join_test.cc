@@ -8,10 +8,16 @@
 #include <csignal>
 #include <algorithm>
 #include <random>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
+#include "jobs/job_loader.h"
+#include "jobs/registry.h"
+#include "state/keyed_state_api.h"
+#include "state/state_backend.h"
 #include "tests/test_util.h"
 
 namespace cairn::testing {
@@ -138,6 +144,72 @@ INSTANTIATE_TEST_SUITE_P(Modes, JoinKill,
                          [](const auto& info) {
                            return std::string(info.param.mode) + "_p" + std::to_string(info.param.restore_parallelism);
                          });
+
+// state_ttl, on the operator itself: a kept record older than the ttl (by processing time) no
+// longer joins and leaves the state when its key is read; within the ttl it joins. The sleep is
+// a lower bound only: after it the records are older than 1 ms, and younger than 1 hour.
+TEST(Join, StateTtlForgetsKeptRecordsOlderThanItAndDropsThemFromState) {
+  for (const char* ttl : {"1ms", "1h"}) {
+    SCOPED_TRACE(ttl);
+    JobSpec spec;
+    Status st = LoadJobFromString(
+        std::string("job: ttl\noperators:\n"
+                    "  - {id: bids, type: file_source, path: l, format: jsonl, schema: {a: int64, b: string, lv: int64}}\n"
+                    "  - {id: people, type: file_source, path: r, format: jsonl, schema: {c: int64, d: string, rv: int64}}\n"
+                    "  - {id: joined, type: join, inputs: [bids, people], on: {bids: [a, b], people: [c, d]},\n"
+                    "     select: {lv: lv, rv: rv}, state_ttl: ") + ttl + "}\n"
+                    "  - {id: sink, type: discard_sink, inputs: [joined]}\n",
+        "ttl.yaml", {}, &spec);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const OperatorConfig& c = *spec.Find("joined");
+    SchemaRef left = MakeSchema({{"a", FieldType::kInt64}, {"b", FieldType::kString}, {"lv", FieldType::kInt64}});
+    SchemaRef right = MakeSchema({{"c", FieldType::kInt64}, {"d", FieldType::kString}, {"rv", FieldType::kInt64}});
+    SchemaRef out_schema;
+    ASSERT_TRUE(FindOperatorType("join")->output_schema(c, {left, right}, &out_schema).ok());
+    ScratchDir dir;
+    KeyedSubtaskState state;
+    ASSERT_TRUE(NewStateBackend(StateBackendOptions{})->CreateKeyed(dir / "w", 128, KeyGroupRange{0, 127}, &state).ok());
+    OperatorContext ctx;
+    ctx.operator_id = "joined";
+    ctx.max_parallelism = 128;
+    ctx.key_groups = KeyGroupRange{0, 127};
+    ctx.input_schemas = {left, right};
+    ctx.output_schema = out_schema;
+    ctx.keyed = state.keyed.get();
+    ctx.operator_state = FreshListStates();
+    std::unique_ptr<Operator> op = FindOperatorType("join")->create(c);
+    ASSERT_TRUE(op->Open(ctx).ok());
+    RecordBatch bids(left), people(right), out(out_schema);
+    for (int64_t k : {1, 2}) {
+      size_t r = bids.AddRow();
+      bids.SetInt64(r, 0, k);
+      bids.SetString(r, 1, "x");
+      bids.SetInt64(r, 2, 100 + k);
+    }
+    ASSERT_TRUE(op->Process(0, bids, &out).ok());
+    EXPECT_EQ(out.size(), 0u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    size_t r = people.AddRow();
+    people.SetInt64(r, 0, 1);
+    people.SetString(r, 1, "x");
+    people.SetInt64(r, 2, 7);
+    ASSERT_TRUE(op->Process(1, people, &out).ok());
+    // What the "left" list state holds now: key (1, x) was read, key (2, x) was not.
+    StateId left_state = 0;
+    ASSERT_TRUE(state.keyed->Declare(StateDescriptor{StateKind::kList, "cairn.join.rows", "left"}, &left_state).ok());
+    size_t kept = 0;
+    state.keyed->ForEachEntry(left_state, [&](std::string_view, std::string_view, std::string_view) { ++kept; });
+    if (std::string(ttl) == "1h") {
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_EQ(out.GetInt64(0, 0), 101);
+      EXPECT_EQ(out.GetInt64(0, 1), 7);
+      EXPECT_EQ(kept, 2u);
+    } else {
+      EXPECT_EQ(out.size(), 0u) << "the bid is older than state_ttl: it no longer joins";
+      EXPECT_EQ(kept, 1u) << "the expired bid of the key that was read left the state; the other waits for a read";
+    }
+  }
+}
 
 TEST(Join, ValidatePrintsEachInputsKeys) {
   JoinJob job(MakeInputs(3));

@@ -238,6 +238,64 @@ TEST(WindowJobTest, HopWindowsAreExactAfterARestoreAtAnotherParallelism) {
   EXPECT_EQ(Output(dir), ExpectedSliding(ev, 10000, 2000));
 }
 
+TEST(WindowJobTest, HopWindowsOnRocksDbAreExactAcrossAKillAndARestoreAtAnotherParallelism) {
+  ScratchDir dir;
+  std::vector<Event> ev = Events(3000, false);
+  WriteText(dir / "in", Csv(ev));
+  WriteText(dir / "job.yaml", "state:\n  backend: rocksdb\n" + Job(dir, "    kind: hop\n    size: 10s\n    slide: 2s\n"));
+  RunKilled(dir / "job.yaml", 1, {"--set", "parallelism=3"});
+  EXPECT_EQ(Output(dir), ExpectedSliding(ev, 10000, 2000));
+}
+
+// allowed_lateness: one source subtask, in order, 100 ms apart; every 500th record from 25000 on
+// is 2000 s late (its window fired long before: a source batch spans far less than 2000 s of
+// these records, and the watermark comes after every batch; but it is well within the 4000 s of
+// lateness), so it updates its window and emits it again; every 500th from 25250 on is 10000 s
+// late, past the lateness: dropped and counted. The expected output: each window once as it
+// fires with its on-time records, then once more per late record within the lateness, with
+// every record of the window so far.
+TEST(WindowJobTest, ARecordWithinTheAllowedLatenessReEmitsItsWindowUpdated) {
+  ScratchDir dir;
+  std::vector<Event> ev, on_time, within;  // within: late, but within the lateness, in file order
+  int dropped = 0;
+  for (int i = 0; i < 40000; ++i) {
+    Event e{"u" + std::to_string(i % 3), i % 10, kBase + int64_t{i} * 100};
+    if (i >= 25000 && i % 500 == 0) {
+      e.at -= 2000000;
+      within.push_back(e);
+    } else if (i >= 25250 && i % 500 == 250) {
+      e.at -= 10000000;
+      ++dropped;
+    } else {
+      on_time.push_back(e);
+    }
+    ev.push_back(e);
+  }
+  WriteText(dir / "in", Csv(ev));
+  std::string job = Job(dir, "    kind: tumble\n    size: 10s\n    allowed_lateness: 4000s\n");
+  job.replace(job.find("parallelism: 2"), 14, "parallelism: 1");
+  WriteText(dir / "job.yaml", job);
+  RunResult run = RunCairn({"run", dir / "job.yaml"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The reference: the on-time records make each window's first emission; each record within
+  // the lateness adds itself to its window and emits it again.
+  using Key = std::tuple<std::string, int64_t, int64_t>;
+  std::map<Key, Agg> windows;
+  for (const Event& e : on_time) windows[{e.user, FloorTo(e.at, 10000), FloorTo(e.at, 10000) + 10000}].Add(e.v);
+  std::vector<std::string> want = Lines(windows);
+  for (const Event& e : within) {
+    Key k{e.user, FloorTo(e.at, 10000), FloorTo(e.at, 10000) + 10000};
+    ASSERT_TRUE(windows.count(k)) << "a late record's window had on-time records";
+    windows[k].Add(e.v);
+    want.push_back(Lines({{k, windows[k]}})[0]);
+  }
+  std::sort(want.begin(), want.end());
+  ASSERT_EQ(within.size(), 30u);
+  ASSERT_EQ(dropped, 30);
+  EXPECT_EQ(Output(dir), want);
+  EXPECT_THAT(run.out, HasSubstr("records late    " + std::to_string(dropped) + " "));
+}
+
 TEST(WindowJobTest, LateRecordsAreDroppedAndCountedAlsoAfterARestore) {
   ScratchDir dir;
   // In order, one source subtask; then, more than a source batch (1024 records) after the
