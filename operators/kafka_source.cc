@@ -20,13 +20,13 @@
 // group, for monitoring only (as Flink does); the job never reads them back but with
 // `start: committed` on a fresh start.
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "engine/base/coding.h"
 #include "engine/dataflow/operator_capabilities.h"
 #include "engine/format/record_parser.h"
 #include "jobs/registry.h"
@@ -50,21 +50,19 @@ struct PartitionPosition {
   int64_t end = -1;  // stop_at: latest: the end offset; -1: unbounded
 };
 
+// The item's text (readable in `cairn state dump`): "partition=P next=N end=E".
 std::string EncodePosition(const PartitionPosition& p) {
-  std::string s;
-  PutFixed64(&s, static_cast<uint64_t>(p.partition));
-  PutFixed64(&s, static_cast<uint64_t>(p.next));
-  PutFixed64(&s, static_cast<uint64_t>(p.end));
-  return s;
+  return "partition=" + std::to_string(p.partition) + " next=" + std::to_string(p.next) +
+         " end=" + std::to_string(p.end);
 }
 
-bool DecodePosition(std::string_view bytes, PartitionPosition* p) {
-  Decoder d(bytes);
-  uint64_t a, b, c;
-  if (!d.GetFixed64(&a) || !d.GetFixed64(&b) || !d.GetFixed64(&c) || !d.done()) return false;
-  p->partition = static_cast<int64_t>(a);
-  p->next = static_cast<int64_t>(b);
-  p->end = static_cast<int64_t>(c);
+bool DecodePosition(const std::string& text, PartitionPosition* p) {
+  long long a, b, c;
+  int used = 0;
+  if (sscanf(text.c_str(), "partition=%lld next=%lld end=%lld%n", &a, &b, &c, &used) != 3 ||
+      static_cast<size_t>(used) != text.size())
+    return false;
+  *p = PartitionPosition{a, b, c};
   return p->partition >= 0 && p->next >= 0 && p->end >= -1;
 }
 

@@ -1,0 +1,261 @@
+// kafka_source end to end against librdkafka's mock cluster (librdkafka/rdkafka_mock.h), run
+// inside this test process: the cairn children reach it over localhost like a real cluster,
+// and the test takes brokers down and injects request errors through it. Word count from a
+// 4-partition topic, bounded with stop_at: latest: SIGKILLs with --restore latest, a rescale
+// 2 -> 3 -> 1, a broker down and up mid-run and injected Fetch, ListOffsets and OffsetCommit
+// errors, each giving the exactly-once counts. Kills and broker changes follow observed
+// completed checkpoints, never a clock.
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+#include "tests/wordcount_check.h"
+
+namespace cairn::testing {
+namespace {
+
+constexpr int16_t kApiProduce = 0, kApiFetch = 1, kApiListOffsets = 2, kApiOffsetCommit = 8;
+
+// A mock cluster of `brokers` brokers with one topic, and a producer to fill it.
+class MockKafka {
+ public:
+  MockKafka(int brokers, const std::string& topic, int partitions) : topic_(topic), partitions_(partitions) {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "log_level", "2", err, sizeof(err));
+    rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    mc_ = rd_kafka_mock_cluster_new(rk_, brokers);
+    EXPECT_EQ(rd_kafka_mock_topic_create(mc_, topic.c_str(), partitions, std::min(brokers, 3)),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+    bootstraps_ = rd_kafka_mock_cluster_bootstraps(mc_);
+  }
+  ~MockKafka() {
+    rd_kafka_mock_cluster_destroy(mc_);
+    rd_kafka_destroy(rk_);
+  }
+  const std::string& bootstraps() const { return bootstraps_; }
+  rd_kafka_mock_cluster_t* cluster() { return mc_; }
+
+  // Produces every line of `path` as one record, line i to partition i mod partitions, and
+  // waits until all are acknowledged.
+  void ProduceLines(const std::string& path) {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps_.c_str(), err, sizeof(err));
+    rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
+    rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    ASSERT_NE(p, nullptr) << err;
+    std::ifstream in(path);
+    int64_t i = 0;
+    for (std::string line; std::getline(in, line); ++i) {
+      std::string key = "k" + std::to_string(i);
+      rd_kafka_resp_err_t e;
+      while ((e = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic_.c_str()),
+                                    RD_KAFKA_V_PARTITION(static_cast<int32_t>(i % partitions_)),
+                                    RD_KAFKA_V_VALUE(line.data(), line.size()), RD_KAFKA_V_KEY(key.data(), key.size()),
+                                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
+             RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        rd_kafka_poll(p, 100);
+      ASSERT_EQ(e, RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    ASSERT_EQ(rd_kafka_flush(p, 60000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_destroy(p);
+  }
+
+ private:
+  std::string topic_;
+  int partitions_;
+  rd_kafka_t* rk_ = nullptr;
+  rd_kafka_mock_cluster_t* mc_ = nullptr;
+  std::string bootstraps_;
+};
+
+struct KafkaWordCount {
+  ScratchDir dir;
+  std::string input = dir / "input.txt";
+  std::unique_ptr<MockKafka> kafka;
+
+  explicit KafkaWordCount(int words, int brokers = 3) {
+    RunResult gen = RunCairn({"generate", "--out", input, "--words", std::to_string(words), "--vocabulary", "500",
+                              "--words-per-line", "10", "--seed", "11"});
+    EXPECT_EQ(gen.exit_code, 0) << gen.err;
+    kafka = std::make_unique<MockKafka>(brokers, "words", 4);
+    kafka->ProduceLines(input);
+  }
+  std::vector<std::string> Args(const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> a = {"run", SourceDir() + "/jobs/kafka-wordcount.yaml", "--quiet", "--restore", "latest",
+                                  "--set", "operators.source.brokers=" + kafka->bootstraps(),
+                                  "--set", "operators.sink.path=" + dir / "out",
+                                  "--set", "checkpoint.dir=" + dir / "ck",
+                                  "--set", "checkpoint.interval=50ms"};
+    for (const std::string& s : extra) a.insert(a.end(), {"--set", s});
+    return a;
+  }
+};
+
+// Runs `args` until `checkpoints` new checkpoints completed in `ckdir` (or, when `kill` is
+// false, to its end), then SIGKILLs it. False when it ended before.
+bool RunUntilCheckpoints(const std::vector<std::string>& args, const std::string& logs, const std::string& ckdir,
+                         uint64_t checkpoints) {
+  const uint64_t target = NewestCompletedCheckpoint(ckdir) + checkpoints;
+  CairnProcess p(ResumeArgs(args), logs + "/out.log", logs + "/err.log");
+  RunResult r;
+  while (NewestCompletedCheckpoint(ckdir) < target)
+    if (p.Wait(2, &r)) {
+      ADD_FAILURE() << "ended by itself (exit " << r.exit_code << ") before its kill\n" << ReadText(logs + "/err.log");
+      return false;
+    }
+  p.Kill();
+  p.Wait(600000, &r);
+  return true;
+}
+
+// `cairn state dump --json` of the source in the newest completed checkpoint of `ck`.
+std::string SourceState(const std::string& ck) {
+  RunResult dump = RunCairn({"state", "dump", ck + "/chk-" + std::to_string(NewestCompletedCheckpoint(ck)),
+                             "--operator", "source", "--json"});
+  EXPECT_EQ(dump.exit_code, 0) << dump.err;
+  return dump.out;
+}
+
+// The number of partition items of `subtask` in SourceState's output.
+size_t PartitionItems(const std::string& dump, int subtask) {
+  std::istringstream in(dump);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"subtask\":" + std::to_string(subtask) + ",") == std::string::npos ||
+        line.find("\"list_state\":\"partitions\"") == std::string::npos)
+      continue;
+    size_t n = 0;
+    for (size_t at = line.find("partition="); at != std::string::npos; at = line.find("partition=", at + 1)) ++n;
+    return n;
+  }
+  return 0;
+}
+
+TEST(KafkaSource, WordCountFromFourPartitionsThroughSigkillsIsExactlyOnce) {
+  KafkaWordCount wc(100000);
+  // The killed runs read 100 records (lines of 10 words) per second per subtask: 50 s for the
+  // topic, so none ends before its kill; the last one reads unpaced.
+  KillPlan plan = PacedKillPlan(4, wc.dir / "ck", 50, {"operators.source.rate=100"}, {"operators.source.rate=0"});
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(wc.Args(), wc.dir.path(), plan);
+  ASSERT_TRUE(kr.completed);
+  EXPECT_EQ(kr.kills, 4);
+  ExpectExactlyOnce(wc.dir / "out", ExpectedCounts(wc.input));
+}
+
+TEST(KafkaSource, RescaleTwoThreeOneRedistributesPartitions) {
+  KafkaWordCount wc(60000);
+  const std::string ck = wc.dir / "ck";
+  ASSERT_TRUE(RunUntilCheckpoints(wc.Args({"parallelism=2", "operators.source.rate=100"}), wc.dir.path(), ck, 2));
+  ASSERT_TRUE(RunUntilCheckpoints(wc.Args({"parallelism=3", "operators.source.rate=100"}), wc.dir.path(), ck, 2));
+  // At parallelism 3 the four partitions' items were dealt round-robin: 2, 1, 1.
+  const std::string at3 = SourceState(ck);
+  EXPECT_EQ(PartitionItems(at3, 0), 2u) << at3;
+  EXPECT_EQ(PartitionItems(at3, 1), 1u) << at3;
+  EXPECT_EQ(PartitionItems(at3, 2), 1u) << at3;
+  RunResult r = RunCairn(wc.Args({"parallelism=1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectExactlyOnce(wc.dir / "out", ExpectedCounts(wc.input));
+  // The final checkpoint: all four partitions in the one subtask, each read to its end.
+  const std::string at1 = SourceState(ck);
+  EXPECT_EQ(PartitionItems(at1, 0), 4u) << at1;
+  for (int q = 0; q < 4; ++q) EXPECT_NE(at1.find("\"partition=" + std::to_string(q) + " "), std::string::npos) << at1;
+}
+
+TEST(KafkaSource, BrokerDownAndBackMidRunLosesNothing) {
+  KafkaWordCount wc(40000);
+  const std::string ck = wc.dir / "ck";
+  CairnProcess p(ResumeArgs(wc.Args({"operators.source.rate=200"})), wc.dir / "out.log", wc.dir / "err.log");
+  RunResult r;
+  bool exited = false;
+  while (!exited && NewestCompletedCheckpoint(ck) < 2) exited = p.Wait(2, &r);
+  ASSERT_FALSE(exited) << ReadText(wc.dir / "err.log");
+  // Broker 1 leads some of the partitions: their fetches stop while it is down, and the job
+  // goes on checkpointing the others.
+  rd_kafka_mock_broker_set_down(wc.kafka->cluster(), 1);
+  const uint64_t down_at = NewestCompletedCheckpoint(ck);
+  while (!exited && NewestCompletedCheckpoint(ck) < down_at + 3) exited = p.Wait(2, &r);
+  rd_kafka_mock_broker_set_up(wc.kafka->cluster(), 1);
+  if (!exited) ASSERT_TRUE(p.Wait(600000, &r));
+  ASSERT_EQ(r.exit_code, 0) << ReadText(wc.dir / "err.log");
+  ExpectExactlyOnce(wc.dir / "out", ExpectedCounts(wc.input));
+}
+
+TEST(KafkaSource, InjectedFetchListOffsetsAndCommitErrorsAreRetried) {
+  KafkaWordCount wc(20000);
+  rd_kafka_mock_cluster_t* mc = wc.kafka->cluster();
+  // Retriable errors on the first requests of each kind the job makes.
+  rd_kafka_mock_push_request_errors(mc, kApiListOffsets, 2, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+                                    RD_KAFKA_RESP_ERR__TRANSPORT);
+  rd_kafka_mock_push_request_errors(mc, kApiFetch, 4, RD_KAFKA_RESP_ERR__TRANSPORT,
+                                    RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR__TRANSPORT,
+                                    RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
+  rd_kafka_mock_push_request_errors(mc, kApiOffsetCommit, 2, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+                                    RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE);
+  RunResult r = RunCairn(ResumeArgs(wc.Args({"operators.source.group=wc-monitor"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectExactlyOnce(wc.dir / "out", ExpectedCounts(wc.input));
+  (void)kApiProduce;
+}
+
+TEST(KafkaSource, UnknownTopicAndBadParametersAreBadInput) {
+  MockKafka kafka(1, "words", 2);
+  ScratchDir dir;
+  std::vector<std::string> base = {"run", SourceDir() + "/jobs/kafka-wordcount.yaml", "--quiet",
+                                   "--set", "operators.source.brokers=" + kafka.bootstraps(),
+                                   "--set", "operators.sink.path=" + dir / "out",
+                                   "--set", "checkpoint.dir=" + dir / "ck"};
+  auto with = [&](const std::string& s) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--set", s});
+    return a;
+  };
+  RunResult r = RunCairn(with("operators.source.start=newest"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("start must be one of earliest, latest, committed"), std::string::npos) << r.err;
+  r = RunCairn(with("operators.source.start=committed"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("start: committed needs a group"), std::string::npos) << r.err;
+  r = RunCairn(with("operators.source.properties.fetch.wait.max.ms=soon"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("fetch.wait.max.ms"), std::string::npos) << r.err;
+}
+
+TEST(KafkaMock, PrintsBootstrapsAndServesUntilSigterm) {
+  ScratchDir dir;
+  CairnProcess p({"kafka", "mock", "--brokers", "2", "--topic", "t:3"}, dir / "out", dir / "err");
+  RunResult r;
+  while (ReadText(dir / "out").find('\n') == std::string::npos) ASSERT_FALSE(p.Wait(2, &r)) << ReadText(dir / "err");
+  const std::string line = ReadText(dir / "out");
+  EXPECT_EQ(std::count(line.begin(), line.end(), ','), 1) << line;  // two brokers
+  // A consumer reads the topic's metadata from it: three partitions.
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", line.substr(0, line.find('\n')).c_str(), err, sizeof(err));
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, "t", nullptr);
+  const rd_kafka_metadata_t* md = nullptr;
+  ASSERT_EQ(rd_kafka_metadata(rk, 0, t, &md, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(md->topic_cnt, 1);
+  EXPECT_EQ(md->topics[0].partition_cnt, 3);
+  rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(t);
+  rd_kafka_destroy(rk);
+  kill(p.pid(), SIGTERM);
+  ASSERT_TRUE(p.Wait(60000, &r));
+  EXPECT_EQ(r.exit_code, 0);
+  RunResult bad = RunCairn({"kafka", "mock", "--topic", "t"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("NAME:PARTITIONS"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace cairn::testing
