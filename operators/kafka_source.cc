@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "engine/dataflow/operator_capabilities.h"
@@ -50,17 +51,20 @@ struct PartitionPosition {
   int64_t end = -1;  // stop_at: latest: the end offset; -1: unbounded
 };
 
-// The item's text (readable in `cairn state dump`): "partition=P next=N end=E".
-std::string EncodePosition(const PartitionPosition& p) {
-  return "partition=" + std::to_string(p.partition) + " next=" + std::to_string(p.next) +
+// The item's text (readable in `cairn state dump`): "topic=T partition=P next=N end=E".
+std::string EncodePosition(const std::string& topic, const PartitionPosition& p) {
+  return "topic=" + topic + " partition=" + std::to_string(p.partition) + " next=" + std::to_string(p.next) +
          " end=" + std::to_string(p.end);
 }
 
-bool DecodePosition(const std::string& text, PartitionPosition* p) {
+bool DecodePosition(const std::string& text, std::string* topic, PartitionPosition* p) {
   long long a, b, c;
   int used = 0;
-  if (sscanf(text.c_str(), "partition=%lld next=%lld end=%lld%n", &a, &b, &c, &used) != 3 ||
-      static_cast<size_t>(used) != text.size())
+  size_t sp = text.find(' ');
+  if (text.rfind("topic=", 0) != 0 || sp == std::string::npos) return false;
+  *topic = text.substr(6, sp - 6);
+  if (sscanf(text.c_str() + sp, " partition=%lld next=%lld end=%lld%n", &a, &b, &c, &used) != 3 ||
+      sp + static_cast<size_t>(used) != text.size())
     return false;
   *p = PartitionPosition{a, b, c};
   return p->partition >= 0 && p->next >= 0 && p->end >= -1;
@@ -114,7 +118,8 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
                                          {"enable.auto.commit", "false"},
                                          {"enable.auto.offset.store", "false"},
                                          {"enable.partition.eof", "true"},
-                                         {"auto.offset.reset", "earliest"}},
+                                         {"auto.offset.reset", "earliest"},
+                                         {"log_level", "4"}},
                                         &conf));
     char err[512];
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
@@ -133,7 +138,12 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
     if (restored) {
       for (const std::string& item : positions_state_->items()) {
         PartitionPosition p;
-        if (!DecodePosition(item, &p)) return Status::Corruption(what_ + ": damaged partition position in the checkpoint");
+        std::string topic;
+        if (!DecodePosition(item, &topic, &p))
+          return Status::Corruption(what_ + ": damaged partition position in the checkpoint: '" + item + "'");
+        if (topic != topic_)
+          return Status::InvalidArgument(what_ + ": the checkpoint holds offsets of topic '" + topic +
+                                         "', not of '" + topic_ + "'; start without --restore to read another topic");
         if (p.partition >= count)
           return Status::InvalidArgument(what_ + ": the checkpoint holds partition " + std::to_string(p.partition) +
                                          " of topic '" + topic_ + "', which now has " + std::to_string(count) +
@@ -190,7 +200,7 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
   Status SnapshotState(CheckpointId id, OperatorSnapshot*) override {
     if (failed_) return status_;
     std::vector<std::string> items;
-    for (const PartitionPosition& p : owned_) items.push_back(EncodePosition(p));
+    for (const PartitionPosition& p : owned_) items.push_back(EncodePosition(topic_, p));
     positions_state_->Update(std::move(items));
     known_state_->Update({known_});
     skipped_state_->Update(skip_errors_ ? std::vector<int64_t>{static_cast<int64_t>(skipped_)} : std::vector<int64_t>{});
@@ -245,9 +255,16 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
   // The concrete first offset of a fresh partition, and its end offset when bounded.
   Status ResolveStart(PartitionPosition* p, const std::string& start) {
     int64_t lo = 0, hi = 0;
-    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(consumer_.get(), topic_.c_str(),
-                                                             static_cast<int32_t>(p->partition), &lo, &hi,
-                                                             kMetadataTimeoutMs);
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+    // A leader change or a lost connection is retried (librdkafka refreshes the metadata
+    // meanwhile) until the metadata timeout has passed.
+    const auto deadline = Clock::now() + std::chrono::milliseconds(kMetadataTimeoutMs);
+    for (;;) {
+      e = rd_kafka_query_watermark_offsets(consumer_.get(), topic_.c_str(), static_cast<int32_t>(p->partition), &lo,
+                                           &hi, kMetadataTimeoutMs);
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR || !Retriable(e) || Clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a retry's backoff
+    }
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
       return Status::IOError(what_ + ": cannot read the offsets of " + topic_ + "/" + std::to_string(p->partition) +
                              ": " + rd_kafka_err2str(e));
@@ -255,7 +272,11 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
     if (start == "committed") {
       KafkaPartitionList list(rd_kafka_topic_partition_list_new(1));
       rd_kafka_topic_partition_list_add(list.get(), topic_.c_str(), static_cast<int32_t>(p->partition));
-      e = rd_kafka_committed(consumer_.get(), list.get(), kMetadataTimeoutMs);
+      for (int attempt = 0; attempt < 50; ++attempt) {
+        e = rd_kafka_committed(consumer_.get(), list.get(), kMetadataTimeoutMs);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR || !Retriable(e) || Clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a retry's backoff
+      }
       if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
         return Status::IOError(what_ + ": cannot read the committed offsets of group '" + group_ + "': " +
                                rd_kafka_err2str(e));
@@ -274,6 +295,24 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
       return Status::IOError(what_ + ": cannot assign partitions of '" + topic_ + "': " + rd_kafka_err2str(e));
     return Status::OK();
+  }
+
+  static bool Retriable(rd_kafka_resp_err_t e) {
+    switch (e) {
+      case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+      case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+      case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+      case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
+      case RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE:
+      case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+      case RD_KAFKA_RESP_ERR_UNSTABLE_OFFSET_COMMIT:
+      case RD_KAFKA_RESP_ERR__TRANSPORT:
+      case RD_KAFKA_RESP_ERR__TIMED_OUT:
+      case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+        return true;
+      default:
+        return false;
+    }
   }
 
   static bool Done(const PartitionPosition& p) { return p.end >= 0 && p.next >= p.end; }

@@ -43,9 +43,10 @@ class MockKafka {
   const std::string& bootstraps() const { return bootstraps_; }
   rd_kafka_mock_cluster_t* cluster() { return mc_; }
 
-  // Produces every line of `path` as one record, line i to partition i mod partitions, and
-  // waits until all are acknowledged.
-  void ProduceLines(const std::string& path) {
+  // Produces every line of `path` as one record, line i to partition first + i mod count
+  // (count 0: every partition), and waits until all are acknowledged.
+  void ProduceLines(const std::string& path, int first = 0, int count = 0) {
+    if (count == 0) count = partitions_;
     char err[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps_.c_str(), err, sizeof(err));
@@ -58,7 +59,7 @@ class MockKafka {
       std::string key = "k" + std::to_string(i);
       rd_kafka_resp_err_t e;
       while ((e = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic_.c_str()),
-                                    RD_KAFKA_V_PARTITION(static_cast<int32_t>(i % partitions_)),
+                                    RD_KAFKA_V_PARTITION(static_cast<int32_t>(first + i % count)),
                                     RD_KAFKA_V_VALUE(line.data(), line.size()), RD_KAFKA_V_KEY(key.data(), key.size()),
                                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
              RD_KAFKA_RESP_ERR__QUEUE_FULL)
@@ -167,7 +168,54 @@ TEST(KafkaSource, RescaleTwoThreeOneRedistributesPartitions) {
   // The final checkpoint: all four partitions in the one subtask, each read to its end.
   const std::string at1 = SourceState(ck);
   EXPECT_EQ(PartitionItems(at1, 0), 4u) << at1;
-  for (int q = 0; q < 4; ++q) EXPECT_NE(at1.find("\"partition=" + std::to_string(q) + " "), std::string::npos) << at1;
+  for (int q = 0; q < 4; ++q) EXPECT_NE(at1.find("partition=" + std::to_string(q) + " "), std::string::npos) << at1;
+}
+
+// Runs `args` until the committed output in `out` holds `lines` lines, then SIGKILLs it.
+void RunUntilCommittedLines(const std::vector<std::string>& args, const std::string& logs, const std::string& out,
+                            size_t lines) {
+  CairnProcess p(ResumeArgs(args), logs + "/out.log", logs + "/err.log");
+  RunResult r;
+  while (CommittedLines(out).size() < lines)
+    ASSERT_FALSE(p.Wait(20, &r)) << "ended by itself (exit " << r.exit_code << ")\n" << ReadText(logs + "/err.log");
+  p.Kill();
+  p.Wait(600000, &r);
+}
+
+// Unbounded: a checkpoint of a 2-partition topic restored (at parallelism 3) against a cluster
+// whose topic has 4 partitions, the first two holding the same records: the restore resumes
+// partitions 0 and 1 at their offsets and reads the new partitions 2 and 3 from their start.
+TEST(KafkaSource, PartitionsAddedSinceTheCheckpointAreReadFromTheirStart) {
+  ScratchDir dir;
+  const std::string f1 = dir / "f1.txt", f2 = dir / "f2.txt";
+  ASSERT_EQ(RunCairn({"generate", "--out", f1, "--words", "20000", "--vocabulary", "300", "--seed", "1"}).exit_code, 0);
+  ASSERT_EQ(RunCairn({"generate", "--out", f2, "--words", "20000", "--vocabulary", "300", "--seed", "2"}).exit_code, 0);
+  std::map<std::string, int64_t> expected = ExpectedCounts(f1);
+  size_t w1 = 0, w2 = 0;
+  for (const auto& [w, n] : expected) w1 += static_cast<size_t>(n);
+  for (const auto& [w, n] : ExpectedCounts(f2)) {
+    expected[w] += n;
+    w2 += static_cast<size_t>(n);
+  }
+  auto args = [&](const std::string& brokers, const std::string& parallelism) {
+    return std::vector<std::string>{"run", SourceDir() + "/jobs/kafka-wordcount.yaml", "--quiet", "--restore", "latest",
+                                    "--set", "operators.source.brokers=" + brokers,
+                                    "--set", "operators.source.stop_at=none",
+                                    "--set", "parallelism=" + parallelism,
+                                    "--set", "operators.sink.path=" + dir / "out",
+                                    "--set", "checkpoint.dir=" + dir / "ck",
+                                    "--set", "checkpoint.interval=50ms"};
+  };
+  {
+    MockKafka a(1, "words", 2);
+    a.ProduceLines(f1);
+    RunUntilCommittedLines(args(a.bootstraps(), "2"), dir.path(), dir / "out", w1);
+  }
+  MockKafka b(1, "words", 4);
+  b.ProduceLines(f1, 0, 2);
+  b.ProduceLines(f2, 2, 2);
+  RunUntilCommittedLines(args(b.bootstraps(), "3"), dir.path(), dir / "out", w1 + w2);
+  ExpectExactlyOnce(dir / "out", expected);
 }
 
 TEST(KafkaSource, BrokerDownAndBackMidRunLosesNothing) {
@@ -194,7 +242,7 @@ TEST(KafkaSource, InjectedFetchListOffsetsAndCommitErrorsAreRetried) {
   rd_kafka_mock_cluster_t* mc = wc.kafka->cluster();
   // Retriable errors on the first requests of each kind the job makes.
   rd_kafka_mock_push_request_errors(mc, kApiListOffsets, 2, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-                                    RD_KAFKA_RESP_ERR__TRANSPORT);
+                                    RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
   rd_kafka_mock_push_request_errors(mc, kApiFetch, 4, RD_KAFKA_RESP_ERR__TRANSPORT,
                                     RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR__TRANSPORT,
                                     RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
