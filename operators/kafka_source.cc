@@ -118,7 +118,9 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
                                          {"enable.auto.commit", "false"},
                                          {"enable.auto.offset.store", "false"},
                                          {"enable.partition.eof", "true"},
-                                         {"auto.offset.reset", "earliest"},
+                                         // An offset gone (retention) fails the job instead of
+                                         // skipping records silently.
+                                         {"auto.offset.reset", "error"},
                                          {"log_level", "4"}},
                                         &conf));
     char err[512];
@@ -341,7 +343,7 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
         status_ = Status::IOError(what_ + ": Kafka consumer failed: " + why);
         return false;
       }
-      if (m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+      if (m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE || m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
         status_ = Status::IOError(what_ + ": offset " + std::to_string(m->offset) + " of " + topic_ + "/" +
                                   std::to_string(m->partition) +
                                   " is out of range (deleted by retention since the checkpoint?)");
