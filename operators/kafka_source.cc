@@ -222,11 +222,20 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
     for (const PartitionPosition& p : it->second)
       rd_kafka_topic_partition_list_add(list.get(), topic_.c_str(), static_cast<int32_t>(p.partition))->offset = p.next;
     if (list->cnt > 0) (void)rd_kafka_commit(consumer_.get(), list.get(), 1);
+    last_notified_ = it->second;
     pending_commits_.erase(pending_commits_.begin(), std::next(it));
     return Status::OK();
   }
 
   Status Close() override {
+    // The last completed checkpoint's offsets once more, synchronously: the asynchronous commit
+    // of a bounded job's final checkpoint may not have been sent yet.
+    if (!group_.empty() && !failed_ && consumer_ != nullptr && !last_notified_.empty()) {
+      KafkaPartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(last_notified_.size())));
+      for (const PartitionPosition& p : last_notified_)
+        rd_kafka_topic_partition_list_add(list.get(), topic_.c_str(), static_cast<int32_t>(p.partition))->offset = p.next;
+      (void)rd_kafka_commit(consumer_.get(), list.get(), 0);
+    }
     CloseConsumer();
     return failed_ ? status_ : Status::OK();
   }
@@ -423,6 +432,7 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
   OperatorListState<int64_t>* known_state_ = nullptr;
   OperatorListState<int64_t>* skipped_state_ = nullptr;
   std::map<CheckpointId, std::vector<PartitionPosition>> pending_commits_;  // `group` only
+  std::vector<PartitionPosition> last_notified_;                            // `group` only
   bool failed_ = false;
   Status status_;
 };

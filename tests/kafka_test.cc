@@ -395,8 +395,9 @@ std::vector<std::string> ConsumeAll(const std::string& bootstraps, const std::st
   return values;
 }
 
-// The offset committed to group `group` for partition 0 of `topic` (the sink's marker); -1 none.
-int64_t Marker(const std::string& bootstraps, const std::string& group, const std::string& topic) {
+// The offset committed to group `group` for `partition` of `topic` (partition 0: the sink's
+// marker); -1 none.
+int64_t Marker(const std::string& bootstraps, const std::string& group, const std::string& topic, int partition = 0) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps.c_str(), err, sizeof(err));
@@ -404,7 +405,7 @@ int64_t Marker(const std::string& bootstraps, const std::string& group, const st
   rd_kafka_conf_set(conf, "log_level", "2", err, sizeof(err));
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(list, topic.c_str(), 0);
+  rd_kafka_topic_partition_list_add(list, topic.c_str(), partition);
   EXPECT_EQ(rd_kafka_committed(rk, list, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
   int64_t offset = list->elems[0].offset;
   rd_kafka_topic_partition_list_destroy(list);
@@ -532,6 +533,21 @@ TEST(KafkaSink, SigkillsThenRestoresCommitEveryCompletedCheckpointsTransactionOn
   }
   // What the cluster holds: every count at least once (aborted records stay visible in the mock).
   ExpectExactlyOnce(j.OutputAsFiles(), ExpectedCounts(j.input), /*at_least_once=*/true);
+}
+
+// `group`: the offsets of the completed checkpoints are committed to it (for monitoring); a
+// fresh start with `start: committed` then begins where they point, here at the end.
+TEST(KafkaSource, GroupOffsetsFollowCompletedCheckpointsAndStartCommittedResumesThere) {
+  KafkaWordCount wc(20000);  // 2000 lines, 500 in each of the 4 partitions
+  RunResult r = RunCairn(ResumeArgs(wc.Args({"operators.source.group=monitor"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int p = 0; p < 4; ++p) EXPECT_EQ(Marker(wc.kafka->bootstraps(), "monitor", "words", p), 500) << p;
+  r = RunCairn({"run", FileSinkWordCountJob(wc.dir), "--set", "operators.source.brokers=" + wc.kafka->bootstraps(),
+                "--set", "operators.source.group=monitor", "--set", "operators.source.start=committed",
+                "--set", "operators.sink.path=" + wc.dir / "out2", "--set", "checkpoint.dir=" + wc.dir / "ck2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("source records  0 "), std::string::npos) << r.out;
+  EXPECT_TRUE(CommittedLines(wc.dir / "out2").empty());
 }
 
 TEST(KafkaSink, InjectedProduceErrorsAreRetriedWithoutDuplicates) {
