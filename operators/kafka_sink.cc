@@ -253,7 +253,21 @@ class KafkaSink final : public Operator {
 
   Status TransactionalProducer(const std::string& id, KafkaHandle* out) {
     CAIRN_RETURN_IF_ERROR(NewProducer({{"log_level", "4"}, {"transactional.id", id}}, out));
-    return Check(rd_kafka_init_transactions(out->get(), kTransactionTimeoutMs), "init_transactions", id);
+    rd_kafka_t* rk = out->get();
+    return Retrying([&] { return rd_kafka_init_transactions(rk, kTransactionTimeoutMs); }, "init_transactions", id);
+  }
+
+  // Calls `call` again while it fails with an error librdkafka calls retriable (a coordinator
+  // moving, a timeout), at most 10 times; then Check.
+  template <class Call>
+  Status Retrying(Call call, const char* name, const std::string& id) {
+    rd_kafka_error_t* e = call();
+    for (int attempt = 0; e != nullptr && rd_kafka_error_is_retriable(e) && attempt < 10; ++attempt) {
+      rd_kafka_error_destroy(e);
+      usleep(100000);  // a retry's backoff
+      e = call();
+    }
+    return Check(e, name, id);
   }
 
   // A librdkafka transaction call's error as a Status (the error object is consumed).
@@ -342,11 +356,12 @@ class KafkaSink final : public Operator {
     KafkaPartitionList offsets(rd_kafka_topic_partition_list_new(1));
     rd_kafka_topic_partition_list_add(offsets.get(), topic_.c_str(), 0)->offset = static_cast<int64_t>(checkpoint);
     rd_kafka_consumer_group_metadata_t* md = rd_kafka_consumer_group_metadata_new(marker.c_str());
-    Status s = Check(rd_kafka_send_offsets_to_transaction(rk, offsets.get(), md, kTransactionTimeoutMs),
-                     "send_offsets_to_transaction", marker);
+    Status s = Retrying([&] { return rd_kafka_send_offsets_to_transaction(rk, offsets.get(), md, kTransactionTimeoutMs); },
+                        "send_offsets_to_transaction", marker);
     rd_kafka_consumer_group_metadata_destroy(md);
     CAIRN_RETURN_IF_ERROR(s);
-    CAIRN_RETURN_IF_ERROR(Check(rd_kafka_commit_transaction(rk, kTransactionTimeoutMs), "commit_transaction", marker));
+    CAIRN_RETURN_IF_ERROR(
+        Retrying([&] { return rd_kafka_commit_transaction(rk, kTransactionTimeoutMs); }, "commit_transaction", marker));
     return MarkCommitted(marker, checkpoint);
   }
 

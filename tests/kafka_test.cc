@@ -26,7 +26,8 @@
 namespace cairn::testing {
 namespace {
 
-constexpr int16_t kApiProduce = 0, kApiFetch = 1, kApiListOffsets = 2, kApiOffsetCommit = 8;
+constexpr int16_t kApiProduce = 0, kApiFetch = 1, kApiListOffsets = 2, kApiOffsetCommit = 8, kApiInitProducerId = 22,
+                  kApiAddPartitionsToTxn = 24, kApiEndTxn = 26;
 
 // A mock cluster of `brokers` brokers with one topic, and a producer to fill it.
 class MockKafka {
@@ -558,6 +559,27 @@ TEST(KafkaSink, InjectedProduceErrorsAreRetriedWithoutDuplicates) {
   RunResult r = RunCairn(ResumeArgs(j.Args()), j.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectExactlyOnce(j.OutputAsFiles(), ExpectedCounts(j.input));
+}
+
+TEST(KafkaSink, InjectedTransactionRequestErrorsAreRetried) {
+  KafkaToKafka j(20000);
+  rd_kafka_mock_cluster_t* mc = j.kafka->cluster();
+  rd_kafka_mock_push_request_errors(mc, kApiInitProducerId, 2, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
+                                    RD_KAFKA_RESP_ERR_NOT_COORDINATOR);
+  rd_kafka_mock_push_request_errors(mc, kApiAddPartitionsToTxn, 2, RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
+                                    RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS);
+  rd_kafka_mock_push_request_errors(mc, kApiEndTxn, 2, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
+                                    RD_KAFKA_RESP_ERR_NOT_COORDINATOR);
+  RunResult r = RunCairn(ResumeArgs(j.Args()), j.Env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectExactlyOnce(j.OutputAsFiles(), ExpectedCounts(j.input));
+  const std::vector<TraceLine> trace = ReadTrace(j.trace);
+  auto commits = Commits(trace);
+  for (const TraceLine& t : trace) {
+    if (t.call == "prepare") {
+      EXPECT_EQ(commits[std::make_pair(t.id, t.checkpoint)], 1) << t.id << " " << t.checkpoint;
+    }
+  }
 }
 
 TEST(KafkaSink, AtLeastOnceAndNoneDeliverEveryRecord) {
