@@ -28,6 +28,7 @@
 #include "bench/baseline_wordcount.h"
 #include "bench/bench_results.h"
 #include "bench/corpus.h"
+#include "bench/kafka_bench.h"
 #include "bench/process_runner.h"
 #include "bench/throughput_plot.h"
 #include "engine/base/file_util.h"
@@ -46,6 +47,7 @@ constexpr const char* kUsage =
     "                   [--only NAME,NAME...] [--list] [--no-unaligned] [--events N]\n"
     "       cairn-bench baseline INPUT (OUTPUT | --count-only)\n"
     "       cairn-bench records [--reps N] [--events N] [--keys N] [--no-aggregate] [--cairn PATH] [--data-dir DIR]\n"
+    "       cairn-bench kafka [--reps N] [--lines N] [--cairn PATH] [--data-dir DIR]\n"
     "  --quick               a smoke test in under a minute: 1.7M words (~10 MB), 1 run per configuration\n"
     "  --reps N              runs per configuration (default 5; --quick: 1)\n"
     "  --words N             corpus size in words (default 17000000, ~102 MB; --quick: 1700000)\n"
@@ -63,7 +65,9 @@ constexpr const char* kUsage =
     "  --events N            --only nexmark: events per run (default 10000000; --quick: 1000000)\n"
     "  baseline ...          run the single-threaded baseline once and print its result (used by the harness)\n"
     "  records ...           jobs/clicks.yaml on heap and rocksdb (--events, default 2000000), and --keys (default\n"
-    "                        10000000) distinct keys through aggregate on rocksdb (docs/benchmarks.md)\n";
+    "                        10000000) distinct keys through aggregate on rocksdb (docs/benchmarks.md)\n"
+    "  kafka ...             a pass-through job Kafka -> Kafka (exactly-once sink) through librdkafka's mock cluster\n"
+    "                        beside file -> file, checkpoints every 1 s (--lines, default 400000; docs/benchmarks.md)\n";
 
 struct Flags {
   bool quick = false;
@@ -830,6 +834,8 @@ int NexmarkMain(const Flags& f) {
 int Main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "baseline")
     return BaselineMain(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc >= 2 && std::string(argv[1]) == "kafka")
+    return KafkaBenchMain(std::vector<std::string>(argv + 2, argv + argc));
   if (argc >= 2 && std::string(argv[1]) == "records")
     return RecordsMain(std::vector<std::string>(argv + 2, argv + argc));
   Bench b;

@@ -96,7 +96,7 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:5:5: operator of type tokenize is missing required key 'id'"}},
       {"MissingType", Edit("    type: tokenize\n", ""), {},
        {"t.yaml:5:5: operator 'tok' is missing required key 'type' (known types: aggregate, bank_accounts, bank_requests, "
-        "count, discard_sink, file_sink, file_source, filter, flat_map, generator, join, map, nexmark, throttle, tokenize, window)"}},
+        "count, discard_sink, file_sink, file_source, filter, flat_map, generator, join, kafka_sink, kafka_source, map, nexmark, throttle, tokenize, window)"}},
       {"MissingRequiredParam", Edit("type: discard_sink", "type: file_sink"), {},
        {"t.yaml:12:5: operator 'out' (type file_sink) is missing required parameter 'path' (string: output directory)"}},
       {"EmptyRequiredParam", Edit("type: discard_sink", "type: file_sink\n    path: ''"), {},
@@ -135,7 +135,7 @@ const std::vector<ErrorCase>& ErrorCases() {
       // Operators: type and id.
       {"UnknownType", Edit("type: tokenize", "type: tokenise"), {},
        {"t.yaml:6:11: operator 'tok' has unknown type 'tokenise' (known types: aggregate, bank_accounts, bank_requests, "
-        "count, discard_sink, file_sink, file_source, filter, flat_map, generator, join, map, nexmark, throttle, tokenize, window)"}},
+        "count, discard_sink, file_sink, file_source, filter, flat_map, generator, join, kafka_sink, kafka_source, map, nexmark, throttle, tokenize, window)"}},
       {"BadId", Edit("id: tok", "id: to.k"), {}, {"t.yaml:5:9: an operator id must be made of letters, digits"}},
       {"DuplicateId", Edit("id: out", "id: src"), {},
        {"t.yaml:12:9: duplicate operator id 'src' (first defined at t.yaml:3:9)"}},
@@ -157,7 +157,7 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:7:14: operator 'tok' has input 'out', which is a sink (type discard_sink) and emits nothing"}},
       {"NoSource",
        "job: wc\noperators:\n  - {id: a, type: tokenize, inputs: b}\n  - {id: b, type: tokenize, inputs: a}\n", {},
-       {"t.yaml:3:3: the job has no source operator (source types: bank_requests, file_source, generator, nexmark)"}},
+       {"t.yaml:3:3: the job has no source operator (source types: bank_requests, file_source, generator, kafka_source, nexmark)"}},
       {"UnreachableCycle",
        "job: wc\noperators:\n  - {id: s, type: generator}\n  - {id: a, type: tokenize, inputs: [s]}\n"
        "  - {id: b, type: tokenize, inputs: c}\n  - {id: c, type: tokenize, inputs: b}\n",

@@ -114,7 +114,7 @@ KillRun RunWithKills(const std::vector<std::string>& args, const std::string& lo
     const uint64_t before = NewestCompletedCheckpoint(plan.checkpoint_dir);
     const int new_checkpoints = std::uniform_int_distribution<int>(1, std::max(1, plan.max_new_checkpoints))(rng);
     const int extra_ms = std::uniform_int_distribution<int>(0, std::max(0, plan.max_extra_ms))(rng);
-    CairnProcess p(ResumeArgs(with(plan.killed_run_args)), logs + "/out.log", logs + "/err.log", {}, plan.binary);
+    CairnProcess p(ResumeArgs(with(plan.killed_run_args)), logs + "/out.log", logs + "/err.log", plan.env, plan.binary);
     RunResult r;
     bool exited = false;
     auto last_progress = std::chrono::steady_clock::now();
@@ -144,7 +144,7 @@ KillRun RunWithKills(const std::vector<std::string>& args, const std::string& lo
     list();
   }
   ++kr.runs;
-  CairnProcess p(ResumeArgs(with(plan.last_run_args)), logs + "/out.log", logs + "/err.log", {}, plan.binary);
+  CairnProcess p(ResumeArgs(with(plan.last_run_args)), logs + "/out.log", logs + "/err.log", plan.env, plan.binary);
   RunResult r;
   if (!p.Wait(600000, &r)) {
     ADD_FAILURE() << "cairn run did not finish";

@@ -47,6 +47,7 @@ struct KillPlan {
   std::vector<std::string> last_run_args;
   bool list_checkpoints = false;  // fill KillRun::checkpoint_lines after every run
   std::string binary;             // the program run; empty: the cairn binary
+  std::vector<std::string> env;   // added to every run's environment ("NAME=VALUE")
 };
 
 // A plan of `kills` kills after 1..3 new checkpoints each plus 0..max_extra_ms, with a random

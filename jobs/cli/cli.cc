@@ -14,6 +14,7 @@
 #include "engine/runtime/execution_plan.h"
 #include "engine/base/file_util.h"
 #include "engine/runtime/job_runner.h"
+#include "jobs/cli/kafka_mock.h"
 #include "jobs/cli/progress.h"
 #include "jobs/cli/run_summary.h"
 #include "engine/base/storage_faults.h"
@@ -40,6 +41,7 @@ constexpr const char* kUsage =
     "  cairn generate --format clicks --out FILE [--events N] [--users N] [--urls N] [--ts iso|ms] [--seed N]\n"
     "  cairn generate nexmark --out FILE [--events N] [--seed N] [--event-rate R] [--person-proportion N]\n"
     "            [--auction-proportion N] [--bid-proportion N] [--base-time MS]\n"
+    "  cairn kafka mock [--brokers N] [--topic NAME:PARTITIONS]...\n"
     "  cairn debug crash-points\n"
     "  cairn help\n"
     "exit codes: 0 success, 1 job failed, 2 bad input\n";
@@ -429,6 +431,7 @@ int CairnMain(int argc, char** argv) {
   if (cmd == "validate") return CmdValidate(args);
   if (cmd == "checkpoints") return CmdCheckpoints(args);
   if (cmd == "generate") return CmdGenerate(args);
+  if (cmd == "kafka") return CmdKafka(args);
   if (cmd == "debug") return CmdDebug(args);
   if (cmd == "state") return CmdState(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
