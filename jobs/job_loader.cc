@@ -42,7 +42,7 @@ const std::vector<std::string> kStateRocksDbKeys = {"block_cache", "write_buffer
 const char* const kBytesForms = "a size in bytes (e.g. 64MB, 512KB, 1GB, or a number of bytes)";
 const std::vector<std::string> kCheckpointKeys = {
     "interval", "mode", "dir", "timeout", "min_pause", "max_concurrent", "tolerable_failures", "retain",
-    "aligned_timeout", "history", "max_feedback_backlog", "max_drain_checkpoints"};
+    "aligned_timeout", "history", "max_feedback_backlog", "max_drain_checkpoints", "savepoint_dir"};
 const std::vector<std::string> kOperatorCommonKeys = {"id", "type", "parallelism", "inputs", "key_by"};
 const char* const kDurationForms = "a duration (e.g. 250ms, 1s, 2m, 1h, or a number of milliseconds)";
 
@@ -451,6 +451,8 @@ Status JobReader::ReadCheckpoint(const Entry& e, CheckpointConfig* cp) {
     else return Expected(v, "checkpoint.mode", expected);
   }
   if (Entry v = Find(m, "dir"); v.present) CAIRN_RETURN_IF_ERROR(String(v, "checkpoint.dir", true, &cp->dir));
+  if (Entry v = Find(m, "savepoint_dir"); v.present)
+    CAIRN_RETURN_IF_ERROR(String(v, "checkpoint.savepoint_dir", true, &cp->savepoint_dir));
   if (Entry v = Find(m, "timeout"); v.present)
     CAIRN_RETURN_IF_ERROR(Duration(v, "checkpoint.timeout", true, &cp->timeout));
   if (Entry v = Find(m, "min_pause"); v.present)

@@ -229,6 +229,60 @@ void CollectTopKeys(const std::vector<Task*>& tasks, RunSummary* summary) {
   if (summary->top_keys.size() > kTopKeys) summary->top_keys.resize(kTopKeys);
 }
 
+int64_t WallMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class RunningJobImpl : public RunningJob {
+ public:
+  RunningJobImpl(const JobSpec& spec, std::vector<Task*> tasks, CheckpointCoordinator* coordinator,
+                 CheckpointId restored_from, std::string restored_path)
+      : spec_(spec),
+        tasks_(std::move(tasks)),
+        coordinator_(coordinator),
+        restored_from_(restored_from),
+        restored_path_(std::move(restored_path)),
+        start_ms_(WallMillisNow()) {}
+  const JobSpec& spec() const override { return spec_; }
+  std::string state() const override {
+    const char* s = state_.load();
+    if (s != nullptr) return s;
+    if (stopping_.load() || coordinator_->finished()) return "finishing";
+    return "running";
+  }
+  int64_t start_time_ms() const override { return start_ms_; }
+  CheckpointId restored_from() const override { return restored_from_; }
+  std::string restored_path() const override { return restored_path_; }
+  std::vector<TaskView> Tasks() const override {
+    std::vector<TaskView> out;
+    for (Task* t : tasks_) out.push_back(TaskView{t->name(), t->is_source(), t->records_in(), t->records_out()});
+    return out;
+  }
+  CheckpointStats checkpoint_stats() const override { return coordinator_->stats(); }
+  std::vector<CheckpointRecord> checkpoint_history() const override { return coordinator_->History(); }
+  size_t checkpoints_in_progress() const override { return coordinator_->in_progress(); }
+  std::string default_savepoint_dir() const override {
+    return spec_.checkpoint.savepoint_dir.empty() ? spec_.checkpoint.dir + "/savepoints" : spec_.checkpoint.savepoint_dir;
+  }
+  void RequestSavepoint(SavepointRequest r) override {
+    if (r.then != SavepointRequest::Then::kContinue) stopping_.store(true);
+    coordinator_->RequestSavepoint(std::move(r));
+  }
+  // The final state, once the job has ended (a string literal).
+  void set_state(const char* s) { state_.store(s); }
+
+ private:
+  const JobSpec& spec_;
+  const std::vector<Task*> tasks_;
+  CheckpointCoordinator* const coordinator_;
+  const CheckpointId restored_from_;
+  const std::string restored_path_;
+  const int64_t start_ms_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<const char*> state_{nullptr};
+};
+
 }  // namespace
 
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
@@ -302,6 +356,9 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
             restore.checkpoint.metadata.id, KeyCount(tasks), summary->restore_seconds);
 
   // 4. Run.
+  RunningJobImpl running(spec, tasks, coordinator.get(), restore.active ? restore.checkpoint.metadata.id : 0,
+                         restore.active ? restore.checkpoint.path : "");
+  if (opt.on_start) opt.on_start(&running);
   SignalHandlers signals;
   signals.Install();
   summary->seconds = RunTasks(tasks, coordinator.get(), &control, &main_parker, opt);
@@ -312,8 +369,11 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   // 5. Summary.
   CollectRecordsAndCheckpoints(tasks, *coordinator, summary);
   CollectSkipped(tasks, summary);
+  summary->stopped_with_savepoint = coordinator->stop_savepoint();
   Status s = control.status();
   if (s.ok() && !coordinator->finished()) s = Status::Internal("tasks ended before the final checkpoint completed");
+  running.set_state(s.ok() ? "finished" : s.IsAborted() && s.message().rfind("interrupted", 0) == 0 ? "cancelled" : "failed");
+  if (opt.on_end) opt.on_end(&running);
   if (!s.ok()) return s;
   CollectTopKeys(tasks, summary);
   return Status::OK();

@@ -46,6 +46,11 @@ void Task::NotifyCheckpointComplete(CheckpointId id) {
   parker_.Unpark();
 }
 
+void Task::Drain() {
+  control_.enqueue(Control{Control::Kind::kDrain, Barrier{}, 0});
+  parker_.Unpark();
+}
+
 void Task::Terminate() {
   control_.enqueue(Control{Control::Kind::kTerminate, Barrier{}, 0});
   parker_.Unpark();
@@ -120,6 +125,9 @@ bool Task::HandleControl() {
         break;
       case Control::Kind::kDump:
         PrintState();
+        break;
+      case Control::Kind::kDrain:
+        drain_requested_ = true;
         break;
     }
     return true;
@@ -455,6 +463,14 @@ void Task::RunSource() {
     if (terminated_) {
       out_.Broadcast(StreamElement::EndOfStream());
       return;
+    }
+    if (drain_requested_ && !exhausted) {
+      // A stop with --drain: the input ends here, as if exhausted.
+      exhausted = true;
+      if (!ProcessWatermarkChain(1, kMaxWatermark)) return;
+      if (!FinishChain(1)) return;
+      listener_->SourceFinished(index_);
+      continue;
     }
     if (exhausted) {
       if (!out_.Flush()) return;

@@ -98,6 +98,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   void TriggerCheckpoint(const Barrier& b) override;      // sources only
   void NotifyCheckpointComplete(CheckpointId id) override;
   void Terminate() override;                              // sources only: send end of stream and stop
+  void Drain() override;                                  // sources only: end the input now
   void Dump();                                   // print this task's state to stderr
   void Cancel();
 
@@ -107,7 +108,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
 
  private:
   struct Control {
-    enum class Kind { kTrigger, kNotify, kTerminate, kDump } kind;
+    enum class Kind { kTrigger, kNotify, kTerminate, kDump, kDrain } kind;
     Barrier barrier;
     CheckpointId id = 0;
   };
@@ -175,6 +176,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   RecordBatch slice_;
   std::vector<RestoredChannel> restored_channels_;
   bool terminated_ = false;
+  bool drain_requested_ = false;  // Drain() was handled: the source ends its input
   bool failed_ = false;
   // Event time (task thread).
   int64_t out_watermark_ = kMinWatermark;  // the last watermark sent downstream

@@ -13,6 +13,7 @@ std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
   snprintf(buf, sizeof buf, "job %s completed in %.2f s%s\n", spec.name.c_str(), s.seconds,
            s.restored_from ? (" (restored from checkpoint " + std::to_string(s.restored_from) + ")").c_str() : "");
   out += buf;
+  if (!s.stopped_with_savepoint.empty()) out += "  stopped with savepoint " + s.stopped_with_savepoint + "\n";
   snprintf(buf, sizeof buf, "  source records  %" PRIu64 " (%.0f records/s)\n", s.source_records,
            s.seconds > 0 ? static_cast<double>(s.source_records) / s.seconds : 0.0);
   out += buf;
