@@ -214,5 +214,65 @@ TEST_F(SavepointRestTest, BadRequestsGetJsonErrorsAndDrainStopsWithAFinalSavepoi
   EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
+// Runs `binary args...` to its end, stdout and stderr through files in `dir`.
+RunResult RunProgram(const std::string& binary, const std::vector<std::string>& args, const std::string& dir) {
+  fs::remove(dir + "/prog.out");
+  fs::remove(dir + "/prog.err");
+  CairnProcess p(args, dir + "/prog.out", dir + "/prog.err", {}, binary);
+  RunResult r;
+  if (!p.Wait(120000, &r)) p.Kill();
+  r.out = ReadText(dir + "/prog.out");
+  r.err = ReadText(dir + "/prog.err");
+  return r;
+}
+
+// The web page at GET /, rendered by headless Chromium against the running job: the checkpoint
+// table fills from the API, and a screenshot is taken. Skipped (with a message) only where no
+// Chromium is installed (scripts/install-deps installs Debian's `chromium`).
+TEST_F(SavepointRestTest, WebPageRendersTheJobAndItsCheckpointsInHeadlessChromium) {
+  std::string chromium;
+  for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (fs::exists(c)) chromium = c;
+  if (chromium.empty()) GTEST_SKIP() << "no Chromium installed (apt-get install chromium): the page is not rendered";
+  StartJob();
+  WaitForCompletedCheckpoint();
+  auto page = client_->Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_THAT(page->get_header_value("Content-Type"), HasSubstr("text/html"));
+  EXPECT_THAT(page->body, ::testing::Not(HasSubstr("http")));  // nothing loaded from elsewhere
+
+  const std::vector<std::string> base = {"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                         "--user-data-dir=" + (dir_ / "chromium-profile"),
+                                         "--virtual-time-budget=3000", "--window-size=1000,900"};
+  // The page fetches the API once a second; render until its table shows a completed checkpoint.
+  std::string dom;
+  ASSERT_TRUE(PollUntil([&] {
+    std::vector<std::string> args = base;
+    args.push_back("--dump-dom");
+    args.push_back(url_ + "/");
+    RunResult r = RunProgram(chromium, args, dir_.path());
+    dom = r.out;
+    return r.exit_code == 0 && dom.find("<tr class=\"completed\"><td>") != std::string::npos;
+  })) << dom;
+  EXPECT_THAT(dom, HasSubstr("Cairn job <span id=\"name\">wordcount</span>"));
+  EXPECT_THAT(dom, HasSubstr("<div class=\"op\"><b>source+tokenize</b><br>parallelism 2"));
+  EXPECT_THAT(dom, HasSubstr("<div class=\"op\"><b>count+sink</b><br>parallelism 2"));
+  EXPECT_THAT(dom, ::testing::ContainsRegex("<td>checkpoint</td><td>completed</td>"));
+  EXPECT_THAT(dom, HasSubstr("<polyline"));  // the throughput chart
+
+  std::vector<std::string> args = base;
+  args.push_back("--screenshot=" + (dir_ / "page.png"));
+  args.push_back(url_ + "/");
+  RunResult shot = RunProgram(chromium, args, dir_.path());
+  ASSERT_EQ(shot.exit_code, 0) << shot.err;
+  ASSERT_TRUE(fs::exists(dir_ / "page.png"));
+  EXPECT_GT(fs::file_size(dir_ / "page.png"), 20000u) << "a blank page?";  // a rendered 1000x900 page with tables
+
+  RunResult stop = RunCairn({"stop", url_});
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_EQ(WaitJob().exit_code, 0);
+}
+
 }  // namespace
 }  // namespace cairn::testing

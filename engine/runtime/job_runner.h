@@ -53,9 +53,11 @@ class RunningJob {
   virtual ~RunningJob() = default;
   virtual const JobSpec& spec() const = 0;
   // "running", "finishing" (sources finished, or a stop was asked for), "finished", "failed",
-  // "cancelled".
+  // "cancelled", "restarting" (this attempt failed; the next restores the latest checkpoint).
   virtual std::string state() const = 0;
-  virtual int64_t start_time_ms() const = 0;  // Unix epoch milliseconds
+  virtual int64_t start_time_ms() const = 0;  // Unix epoch milliseconds (of this attempt)
+  virtual uint32_t restarts() const = 0;       // in-process restarts before this attempt (restart:)
+  virtual uint32_t restores() const = 0;       // restores by this process: --restore, then each restart
   virtual CheckpointId restored_from() const = 0;  // 0: fresh start
   virtual std::string restored_path() const = 0;
   virtual std::vector<TaskView> Tasks() const = 0;
@@ -82,7 +84,8 @@ struct RunOptions {
   // How often progress is reported. Default: 1 s. REQUIRES: > 0.
   std::chrono::milliseconds progress_interval{1000};
   // Called on the runner's thread once the job is deployed (before the first record) and once
-  // it has ended (its final state set, before its tasks are destroyed). Default: none.
+  // it has ended (its final state set, before its tasks are destroyed); with restart: once
+  // per attempt each. Default: none.
   std::function<void(RunningJob*)> on_start;
   std::function<void(RunningJob*)> on_end;
 };
@@ -106,6 +109,9 @@ struct RunSummary {
   bool counts_late = false;
   // The savepoint a stop (cairn stop, POST /api/stop) took before the job ended; "" otherwise.
   std::string stopped_with_savepoint;
+  // In-process restarts (restart:); the record counts above are those of the last attempt,
+  // which restored checkpoint restored_from.
+  uint32_t restarts = 0;
 };
 
 Status RunJob(const JobSpec& spec, const RunOptions& options, RunSummary* summary);

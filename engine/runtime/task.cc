@@ -386,6 +386,11 @@ bool Task::HandleGateEvent(GateEvent& ev) {
   switch (ev.kind) {
     case GateEvent::Kind::kBatch:
       records_in_.fetch_add(ev.batch->size(), std::memory_order_relaxed);
+      if (__builtin_expect(fail_after_ != 0, 0) && records_in() >= fail_after_) {
+        Fail(Status::Internal("injected failure (CAIRN_INJECT_FAILURE) after " + std::to_string(records_in()) +
+                              " records"));
+        return false;
+      }
       current_ = std::move(ev);
       current_offset_ = 0;
       has_current_ = true;

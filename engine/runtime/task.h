@@ -100,6 +100,9 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   void Terminate() override;                              // sources only: send end of stream and stop
   void Drain() override;                                  // sources only: end the input now
   void Dump();                                   // print this task's state to stderr
+  // Test-only failure injection (CAIRN_INJECT_FAILURE, docs/faults.md): a consumer task fails
+  // once it has read `n` records (0: never). Before Run.
+  void InjectFailureAfter(uint64_t n) { fail_after_ = n; }
   void Cancel();
 
   // Statistics, from any thread (relaxed).
@@ -177,6 +180,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   std::vector<RestoredChannel> restored_channels_;
   bool terminated_ = false;
   bool drain_requested_ = false;  // Drain() was handled: the source ends its input
+  uint64_t fail_after_ = 0;       // InjectFailureAfter
   bool failed_ = false;
   // Event time (task thread).
   int64_t out_watermark_ = kMinWatermark;  // the last watermark sent downstream

@@ -126,6 +126,7 @@ struct RestServer::Impl {
     j["name"] = spec.name;
     j["state"] = job->state();
     j["start_time_ms"] = job->start_time_ms();
+    j["restarts"] = job->restarts();
     j["restored_from"] = job->restored_from() == 0 ? json(nullptr) : json(job->restored_from());
     j["restored_path"] = job->restored_path().empty() ? json(nullptr) : json(job->restored_path());
     std::map<std::string, json> ops;
@@ -219,7 +220,10 @@ struct RestServer::Impl {
     line("cairn_state_size_bytes " + std::to_string(st.last_state_bytes));
     line("# HELP cairn_restores_total Restores from a checkpoint or savepoint by this process.");
     line("# TYPE cairn_restores_total counter");
-    line(std::string("cairn_restores_total ") + (job->restored_from() != 0 ? "1" : "0"));
+    line("cairn_restores_total " + std::to_string(job->restores()));
+    line("# HELP cairn_restarts_total In-process restarts after a task failure (restart:).");
+    line("# TYPE cairn_restarts_total counter");
+    line("cairn_restarts_total " + std::to_string(job->restarts()));
     return out;
   }
 };
@@ -340,9 +344,9 @@ Status RestServer::Start(const std::string& address, std::string* url) {
   int bound = static_cast<int>(port);
   if (port == 0) {
     bound = svr.bind_to_any_port(host);
-    if (bound <= 0) return Status::IOError("--http " + address + ": cannot bind " + host);
+    if (bound <= 0) return Status::InvalidArgument("--http " + address + ": cannot bind " + host);
   } else if (!svr.bind_to_port(host, bound)) {
-    return Status::IOError("--http " + address + ": cannot bind " + host + ":" + std::to_string(port) +
+    return Status::InvalidArgument("--http " + address + ": cannot bind " + host + ":" + std::to_string(port) +
                            " (in use, or not an address of this machine)");
   }
   *url = "http://" + host + ":" + std::to_string(bound) + "/";

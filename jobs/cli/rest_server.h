@@ -23,7 +23,7 @@ class RestServer {
   RestServer();
   ~RestServer();
   // Binds `address` ("HOST:PORT") and starts serving; *url is "http://HOST:PORT/" with the
-  // port bound. InvalidArgument for a malformed address, IOError when it cannot be bound.
+  // port bound. InvalidArgument for a malformed address or one that cannot be bound.
   Status Start(const std::string& address, std::string* url);
   // RunOptions::on_start / on_end.
   void Attach(RunningJob* job);

@@ -14,6 +14,9 @@ std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
            s.restored_from ? (" (restored from checkpoint " + std::to_string(s.restored_from) + ")").c_str() : "");
   out += buf;
   if (!s.stopped_with_savepoint.empty()) out += "  stopped with savepoint " + s.stopped_with_savepoint + "\n";
+  if (s.restarts > 0)
+    out += "  restarts        " + std::to_string(s.restarts) + " in-process (restart:); the counts below are of the last attempt, since checkpoint " +
+           std::to_string(s.restored_from) + "\n";
   snprintf(buf, sizeof buf, "  source records  %" PRIu64 " (%.0f records/s)\n", s.source_records,
            s.seconds > 0 ? static_cast<double>(s.source_records) / s.seconds : 0.0);
   out += buf;
