@@ -22,6 +22,7 @@
 #include "jobs/job_graph.h"
 #include "jobs/job_loader.h"
 #include "jobs/cli/state_dump.h"
+#include "jobs/cli/verify.h"
 #include "operators/click_generator.h"
 #include "operators/generator_source.h"
 #include "operators/nexmark_generator.h"
@@ -41,6 +42,7 @@ constexpr const char* kUsage =
     "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
     "  cairn checkpoints DIR [--json]\n"
     "  cairn state dump CHECKPOINT [--operator ID] [--json]\n"
+    "  cairn verify PATH [--json]                 (exit 0 sound, 1 damaged, 2 not a checkpoint)\n"
     "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
     "  cairn generate --format clicks --out FILE [--events N] [--users N] [--urls N] [--ts iso|ms] [--seed N]\n"
     "  cairn generate nexmark --out FILE [--events N] [--seed N] [--event-rate R] [--person-proportion N]\n"
@@ -454,6 +456,7 @@ int CairnMain(int argc, char** argv) {
   if (cmd == "debug") return CmdDebug(args);
   if (cmd == "state") return CmdState(args);
   if (cmd == "savepoint") return CmdSavepoint(args);
+  if (cmd == "verify") return CmdVerify(args);
   if (cmd == "stop") return CmdStop(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     fputs(kUsage, stdout);
