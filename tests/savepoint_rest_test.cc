@@ -79,7 +79,7 @@ class SavepointRestTest : public ::testing::Test {
 
   json Get(const std::string& path, int expect_status = 200) {
     auto res = client_->Get(path);
-    EXPECT_TRUE(res) << path;
+    EXPECT_TRUE(res) << path << ": " << httplib::to_string(res.error()) << " (" << url_ << ")";
     if (!res) return json();
     EXPECT_EQ(res->status, expect_status) << path << ": " << res->body;
     return json::parse(res->body, nullptr, false);
@@ -138,6 +138,9 @@ TEST_F(SavepointRestTest, SavepointStopAndRestoreAtAnotherParallelismIsExactlyOn
   ASSERT_EQ(job["operators"].size(), 2u);
   EXPECT_EQ(job["operators"][0]["parallelism"], 2);
   EXPECT_EQ(job["operators"][0]["subtasks"].size(), 2u);
+  EXPECT_TRUE(job["operators"][0]["subtasks"][0]["backpressured_time_ms_per_second"].is_number());
+  EXPECT_TRUE(job["operators"][0]["subtasks"][0]["watermark"].is_null());  // no watermark: in this job
+  EXPECT_EQ(job["restarts"], 0);
   WaitForCompletedCheckpoint();
 
   // A savepoint on the running job: self-contained, listed with its kind.
@@ -173,11 +176,12 @@ TEST_F(SavepointRestTest, SavepointStopAndRestoreAtAnotherParallelismIsExactlyOn
   EXPECT_THAT(run.out, HasSubstr("stopped with savepoint " + last));
   EXPECT_TRUE(fs::exists(first)) << "retention removed a savepoint";
 
-  // Self-contained: moved elsewhere, checkpoint.dir gone, restored at parallelism 3.
+  // Self-contained: moved elsewhere, checkpoint.dir gone, restored at parallelism 3 and by the
+  // other state backend.
   const std::string moved = dir_ / "moved-savepoint";
   fs::rename(last, moved);
   fs::remove_all(ck());
-  RunResult resumed = RunCairn(JobArgs({"--restore", moved, "--set", "parallelism=3"}));
+  RunResult resumed = RunCairn(JobArgs({"--restore", moved, "--set", "parallelism=3", "--set", "state.backend=heap"}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_THAT(resumed.out, HasSubstr("restored from checkpoint"));
   ExpectExactlyOnce(out(), ExpectedCounts(input()));

@@ -290,7 +290,11 @@ class RunningJobImpl : public RunningJob {
   std::string restored_path() const override { return restored_path_; }
   std::vector<TaskView> Tasks() const override {
     std::vector<TaskView> out;
-    for (Task* t : tasks_) out.push_back(TaskView{t->name(), t->is_source(), t->records_in(), t->records_out()});
+    for (Task* t : tasks_) {
+      const int64_t wm = t->watermark();
+      out.push_back(TaskView{t->name(), t->is_source(), t->records_in(), t->records_out(), t->blocked_ns(),
+                             wm != kMinWatermark && wm != kMaxWatermark, wm});
+    }
     return out;
   }
   CheckpointStats checkpoint_stats() const override { return coordinator_->stats(); }

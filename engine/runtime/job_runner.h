@@ -43,6 +43,9 @@ struct TaskView {
   std::string name;  // "<chain>[<subtask>]", as in the SIGUSR1 dump
   bool source = false;
   uint64_t records_in = 0, records_out = 0;
+  uint64_t blocked_ns = 0;      // time blocked on full output channels since the task started
+  bool has_watermark = false;   // the task has sent a watermark downstream
+  int64_t watermark = 0;        // the last one (event time, ms)
 };
 
 // A running job, for an observer on another thread (the REST server, jobs/cli/rest_server.h):

@@ -263,6 +263,7 @@ bool Task::ProcessWatermarkChain(size_t from, int64_t watermark) {
     if (!EmitFrom(i)) return false;
   }
   out_watermark_ = watermark;
+  watermark_view_.store(watermark, std::memory_order_relaxed);
   out_idle_ = false;
   return out_.Broadcast(StreamElement::OfWatermark(Watermark{watermark, false}));
 }

@@ -108,6 +108,9 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   // Statistics, from any thread (relaxed).
   uint64_t records_in() const { return records_in_.load(std::memory_order_relaxed); }
   uint64_t records_out() const { return records_out_.load(std::memory_order_relaxed); }
+  uint64_t blocked_ns() const { return out_.blocked_ns(); }  // on full output channels
+  // The last watermark this task sent downstream; kMinWatermark while none.
+  int64_t watermark() const { return watermark_view_.load(std::memory_order_relaxed); }
 
  private:
   struct Control {
@@ -184,6 +187,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   bool failed_ = false;
   // Event time (task thread).
   int64_t out_watermark_ = kMinWatermark;  // the last watermark sent downstream
+  std::atomic<int64_t> watermark_view_{kMinWatermark};  // out_watermark_, for observers
   bool out_idle_ = false;                  // an idle watermark was sent last
   int64_t max_event_time_ = kMinWatermark; // a source with watermarks: the largest event time seen
   Clock::time_point last_record_at_{};     // a source with an idle_timeout: its last record

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <algorithm>
 #include <future>
 #include <map>
 #include <mutex>
@@ -90,7 +91,10 @@ struct RestServer::Impl {
   bool stopping = false;
   RunningJob* job = nullptr;  // while attached
   // The last sample of each task's counters and the rates between the last two samples.
-  std::map<std::string, std::pair<double, double>> rates;  // task -> (in/s, out/s)
+  struct Rates {
+    double in = 0, out = 0, backpressured_ms = 0;  // per second, over the last sample
+  };
+  std::map<std::string, Rates> rates;  // by task
   std::vector<TaskView> last_tasks;
   std::chrono::steady_clock::time_point last_sample;
   json throughput = json::array();  // [{t, records_in_per_second, records_out_per_second}], the last 600 s
@@ -109,7 +113,8 @@ struct RestServer::Impl {
       for (size_t i = 0; i < tasks.size() && i < last_tasks.size(); ++i) {
         double in = (tasks[i].records_in - last_tasks[i].records_in) / dt;
         double out = (tasks[i].records_out - last_tasks[i].records_out) / dt;
-        rates[tasks[i].name] = {in, out};
+        double bp = std::min(1000.0, (tasks[i].blocked_ns - last_tasks[i].blocked_ns) / 1e6 / dt);
+        rates[tasks[i].name] = {in, out, bp};
         if (tasks[i].source) src += in;
         sink += out;
       }
@@ -138,14 +143,16 @@ struct RestServer::Impl {
         order.push_back(chain);
         ops[chain] = {{"id", chain}, {"source", t.source}, {"parallelism", 0}, {"subtasks", json::array()}};
       }
-      auto r = rates.count(t.name) ? rates[t.name] : std::pair<double, double>{0, 0};
+      Rates r = rates.count(t.name) ? rates[t.name] : Rates{};
       json& o = ops[chain];
       o["parallelism"] = o["parallelism"].get<int>() + 1;
       o["subtasks"].push_back({{"subtask", subtask},
                                {"records_in", t.records_in},
                                {"records_out", t.records_out},
-                               {"records_in_per_second", r.first},
-                               {"records_out_per_second", r.second}});
+                               {"records_in_per_second", r.in},
+                               {"records_out_per_second", r.out},
+                               {"backpressured_time_ms_per_second", r.backpressured_ms},
+                               {"watermark", t.has_watermark ? json(t.watermark) : json(nullptr)}});
       total_in += t.records_in;
       total_out += t.records_out;
     }
@@ -188,6 +195,23 @@ struct RestServer::Impl {
       auto [chain, subtask] = SplitTaskName(t.name);
       line("cairn_records_out_total{operator=\"" + PromLabel(chain) + "\",subtask=\"" + std::to_string(subtask) +
            "\"} " + std::to_string(t.records_out));
+    }
+    line("# HELP cairn_backpressured_seconds_total Time a subtask was blocked on full output channels.");
+    line("# TYPE cairn_backpressured_seconds_total counter");
+    for (const TaskView& t : tasks) {
+      auto [chain, subtask] = SplitTaskName(t.name);
+      char v[64];
+      snprintf(v, sizeof v, "%.6f", t.blocked_ns / 1e9);
+      line("cairn_backpressured_seconds_total{operator=\"" + PromLabel(chain) + "\",subtask=\"" +
+           std::to_string(subtask) + "\"} " + v);
+    }
+    line("# HELP cairn_watermark_milliseconds The last watermark a subtask sent downstream (event time).");
+    line("# TYPE cairn_watermark_milliseconds gauge");
+    for (const TaskView& t : tasks) {
+      if (!t.has_watermark) continue;
+      auto [chain, subtask] = SplitTaskName(t.name);
+      line("cairn_watermark_milliseconds{operator=\"" + PromLabel(chain) + "\",subtask=\"" + std::to_string(subtask) +
+           "\"} " + std::to_string(t.watermark));
     }
     CheckpointStats st = job->checkpoint_stats();
     line("# HELP cairn_checkpoints_completed_total Checkpoints completed by this run.");

@@ -50,7 +50,8 @@ async function refresh(){
       (job.restored_from?' \u2014 restored from checkpoint '+job.restored_from:'');
     document.getElementById('graph').innerHTML=job.operators.map(o=>{
       const i=o.subtasks.reduce((a,s)=>a+s.records_in_per_second,0),u=o.subtasks.reduce((a,s)=>a+s.records_out_per_second,0);
-      return '<div class="op"><b>'+esc(o.id)+'</b><br>parallelism '+o.parallelism+'<br>in '+fmt(i)+'/s, out '+fmt(u)+'/s</div>';
+      const bp=Math.max(0,...o.subtasks.map(s=>s.backpressured_time_ms_per_second))/10;
+      return '<div class="op"><b>'+esc(o.id)+'</b><br>parallelism '+o.parallelism+'<br>in '+fmt(i)+'/s, out '+fmt(u)+'/s<br>backpressure '+bp.toFixed(0)+'%</div>';
     }).join('<span class="arrow">&rarr;</span>');
     history=cps.history;
     document.getElementById('counts').textContent='completed '+cps.counts.completed+', failed '+cps.counts.failed+', in progress '+cps.counts.in_progress;
