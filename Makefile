@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test bench nexmark bench-micro faults fuzz soak test-asan test-tsan clean
+.PHONY: all deps build run demo test bench nexmark bench-micro faults fuzz soak test-asan test-tsan clean
 
 all: build
 
@@ -17,9 +17,14 @@ $(BUILD)/Makefile: CMakeLists.txt
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS) $(BUILD_TARGETS)
 
-# Word count with periodic checkpoints on a generated input (made once, reused).
+# Word count with periodic checkpoints on a generated input (made once, reused), paced to about
+# 15 s; `make run RUN_ARGS="--http 127.0.0.1:8081"` serves the web page too.
 run: build
-	scripts/run-wordcount
+	scripts/run-wordcount $(RUN_ARGS)
+
+# Kill -9 mid-run, restore from the latest checkpoint, check exactly-once (scripts/demo).
+demo: build
+	scripts/demo
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600

@@ -36,13 +36,14 @@ namespace {
 constexpr int64_t kMaxMaxParallelism = 32768;
 constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 
-const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "state", "operators"};
+const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "restart", "state", "operators"};
+const std::vector<std::string> kRestartKeys = {"strategy", "attempts", "delay", "max_delay"};
 const std::vector<std::string> kStateKeys = {"backend", "rocksdb"};
 const std::vector<std::string> kStateRocksDbKeys = {"block_cache", "write_buffer"};
 const char* const kBytesForms = "a size in bytes (e.g. 64MB, 512KB, 1GB, or a number of bytes)";
 const std::vector<std::string> kCheckpointKeys = {
     "interval", "mode", "dir", "timeout", "min_pause", "max_concurrent", "tolerable_failures", "retain",
-    "aligned_timeout", "history", "max_feedback_backlog", "max_drain_checkpoints"};
+    "aligned_timeout", "history", "max_feedback_backlog", "max_drain_checkpoints", "savepoint_dir"};
 const std::vector<std::string> kOperatorCommonKeys = {"id", "type", "parallelism", "inputs", "key_by"};
 const char* const kDurationForms = "a duration (e.g. 250ms, 1s, 2m, 1h, or a number of milliseconds)";
 
@@ -208,6 +209,16 @@ Status ApplyOverride(const std::string& arg, const Locator& loc, YAML::Node root
     if (!cp.present) root["checkpoint"] = YAML::Node(YAML::NodeType::Map);
     target = root["checkpoint"];
     found = true;
+  } else if (head == "restart") {
+    const std::string known = "known keys: " + Join(kRestartKeys);
+    if (parts.size() != 2) return SetError(path, "expected restart.<key> (" + known + ")");
+    key = parts[1];
+    if (!Contains(kRestartKeys, key)) return SetError(path, "unknown key '" + key + "' in restart (" + known + ")");
+    Entry rs = Find(root, "restart");
+    if (rs.present && !rs.value.IsMap()) return SetError(path, "restart at " + loc.Where(rs) + " is not a map");
+    if (!rs.present) root["restart"] = YAML::Node(YAML::NodeType::Map);
+    target = root["restart"];
+    found = true;
   } else if (head == "state") {
     const std::string known = "known keys: backend, rocksdb.block_cache, rocksdb.write_buffer";
     const bool rocks = parts.size() == 3 && parts[1] == "rocksdb";
@@ -332,6 +343,7 @@ class JobReader {
  private:
   Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where);
   Status ReadCheckpoint(const Entry& e, CheckpointConfig* cp);
+  Status ReadRestart(const Entry& e, RestartConfig* rc);
   Status ReadState(const Entry& e, StateBackendOptions* st);
   Status ReadOperator(const YAML::Node& n, const JobSpec& spec, OperatorConfig* op);
   Status ReadParam(const Entry& e, const ParamSpec& p, const std::string& label, std::string* out);
@@ -419,6 +431,7 @@ Status JobReader::Read(const YAML::Node& root, JobSpec* spec) {
                                std::to_string(spec->max_parallelism));
   }
   if (Entry e = Find(root, "checkpoint"); e.present) CAIRN_RETURN_IF_ERROR(ReadCheckpoint(e, &spec->checkpoint));
+  if (Entry e = Find(root, "restart"); e.present) CAIRN_RETURN_IF_ERROR(ReadRestart(e, &spec->restart));
   if (Entry e = Find(root, "state"); e.present) CAIRN_RETURN_IF_ERROR(ReadState(e, &spec->state));
 
   Entry ops = Find(root, "operators");
@@ -463,6 +476,26 @@ Status JobReader::ReadState(const Entry& e, StateBackendOptions* st) {
   return Status::OK();
 }
 
+Status JobReader::ReadRestart(const Entry& e, RestartConfig* rc) {
+  if (!e.value.IsMap()) return Expected(e, "restart", "a map (keys: " + Join(kRestartKeys) + ")");
+  const YAML::Node& m = e.value;
+  CAIRN_RETURN_IF_ERROR(CheckKeys(m, kRestartKeys, "in restart"));
+  if (Entry v = Find(m, "strategy"); v.present) {
+    const char* expected = "one of none, fixed_delay, exponential_delay";
+    std::string st;
+    CAIRN_RETURN_IF_ERROR(Text(v, "restart.strategy", expected, &st));
+    if (st == "none") rc->strategy = RestartConfig::Strategy::kNone;
+    else if (st == "fixed_delay") rc->strategy = RestartConfig::Strategy::kFixedDelay;
+    else if (st == "exponential_delay") rc->strategy = RestartConfig::Strategy::kExponentialDelay;
+    else return Expected(v, "restart.strategy", expected);
+  }
+  if (Entry v = Find(m, "attempts"); v.present) CAIRN_RETURN_IF_ERROR(U32(v, "restart.attempts", 1, &rc->attempts));
+  if (Entry v = Find(m, "delay"); v.present) CAIRN_RETURN_IF_ERROR(Duration(v, "restart.delay", false, &rc->delay));
+  if (Entry v = Find(m, "max_delay"); v.present)
+    CAIRN_RETURN_IF_ERROR(Duration(v, "restart.max_delay", false, &rc->max_delay));
+  return Status::OK();
+}
+
 Status JobReader::ReadCheckpoint(const Entry& e, CheckpointConfig* cp) {
   if (!e.value.IsMap()) return Expected(e, "checkpoint", "a map (keys: " + Join(kCheckpointKeys) + ")");
   const YAML::Node& m = e.value;
@@ -479,6 +512,8 @@ Status JobReader::ReadCheckpoint(const Entry& e, CheckpointConfig* cp) {
     else return Expected(v, "checkpoint.mode", expected);
   }
   if (Entry v = Find(m, "dir"); v.present) CAIRN_RETURN_IF_ERROR(String(v, "checkpoint.dir", true, &cp->dir));
+  if (Entry v = Find(m, "savepoint_dir"); v.present)
+    CAIRN_RETURN_IF_ERROR(String(v, "checkpoint.savepoint_dir", true, &cp->savepoint_dir));
   if (Entry v = Find(m, "timeout"); v.present)
     CAIRN_RETURN_IF_ERROR(Duration(v, "checkpoint.timeout", true, &cp->timeout));
   if (Entry v = Find(m, "min_pause"); v.present)

@@ -74,12 +74,21 @@ struct OperatorConfig {
   bool keyed() const { return !key_by.empty() || !input_key_by.empty(); }
 };
 
+// The `restart:` section: what the job does when a task fails (docs/configuration.md).
+struct RestartConfig {
+  enum class Strategy { kNone, kFixedDelay, kExponentialDelay } strategy = Strategy::kNone;
+  uint32_t attempts = 3;                              // restarts before the failure stands
+  std::chrono::milliseconds delay{1000};              // before the first restart
+  std::chrono::milliseconds max_delay{300000};        // exponential_delay: the longest wait
+};
+
 struct JobSpec {
   std::string name;
   std::string source_file;         // the YAML file it came from
   uint32_t max_parallelism = 128;  // number of key groups
   uint32_t parallelism = 1;        // default for operators that do not set one
   CheckpointConfig checkpoint;
+  RestartConfig restart;
   StateBackendOptions state;       // the `state:` section (shared_dir is set by the runner)
   std::vector<OperatorConfig> operators;  // in file order
   // What each operator emits (parallel to operators; null for sinks), derived by the loader

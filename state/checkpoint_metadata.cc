@@ -211,6 +211,12 @@ class MetadataParser {
       m_->sources_finished = value == "1";
       return Status::OK();
     }
+    if (key == "kind") {
+      if (value != "checkpoint" && value != "savepoint")
+        return LineError("kind must be checkpoint or savepoint, not " + Quote(value));
+      m_->kind = std::string(value);
+      return Status::OK();
+    }
     return LineError("unknown field " + Quote(key));
   }
 
@@ -355,6 +361,7 @@ std::string EncodeMetadata(const CheckpointMetadata& m) {
   field("sync_ms", std::to_string(m.sync_ms));
   field("async_ms", std::to_string(m.async_ms));
   field("sources_finished", m.sources_finished ? "1" : "0");
+  if (m.kind != "checkpoint") field("kind", m.kind);
   for (const SubtaskStateHandle& h : m.subtasks) {
     out += "subtask op=" + Escape(h.operator_id);
     out += " index=" + std::to_string(h.subtask);

@@ -57,6 +57,9 @@ struct CheckpointMetadata {
   int64_t sync_ms = 0;          // longest of any task
   int64_t async_ms = 0;         // longest of any task
   bool sources_finished = false;  // every source had read all its input (a final checkpoint)
+  // "checkpoint" or "savepoint" (a self-contained copy the user owns, state/savepoint.h); the
+  // field `kind` is written only for savepoints, so older _metadata files read as checkpoints.
+  std::string kind = "checkpoint";
   std::vector<SubtaskStateHandle> subtasks;
 };
 

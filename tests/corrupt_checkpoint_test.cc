@@ -4,7 +4,9 @@
 // and changes nothing in the checkpoint or output directory. `--restore latest` skips a damaged
 // newest checkpoint with a warning, restores the newest intact one, and leaves the damaged one
 // as it is. A leftover checkpoint without _metadata is removed when a job starts, and by
-// nothing else. Restoring never changes the checkpoint it restores.
+// nothing else. Restoring never changes the checkpoint it restores. `cairn verify` finds every
+// one of these damages (exit 1, naming the file) without changing anything, calls sound
+// checkpoints sound (exit 0), and a path that holds no checkpoint exit 2.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -86,6 +88,8 @@ class CrashedRun {
   bool crashed_ = false;
 };
 
+void ExpectVerifyFindsDamage(const CrashedRun& run, int id, const std::string& expect);
+
 // ---- damaged _metadata ----------------------------------------------------------------------
 
 struct MetadataDamage {
@@ -104,6 +108,7 @@ TEST_P(DamagedMetadataTest, RestoreExitsTwoNamingTheFileAndChangesNothing) {
   ASSERT_TRUE(run.crashed());
   const std::string meta = run.chk(4) + "/_metadata";
   WriteText(meta, d.damage(ReadText(meta)));
+  ExpectVerifyFindsDamage(run, 4, meta + ": " + d.expect);
   const Tree before = run.Trees();
   for (const std::string& target : {run.chk(4), meta}) {
     RunResult r = run.Run({"--restore", target});
@@ -156,7 +161,24 @@ TEST(CorruptCheckpointTest, RestoreLatestSkipsTheDamagedNewestAndRestoresTheNewe
 
 // ---- damaged or missing state files ----------------------------------------------------------
 
+// `cairn verify` finds the same damage, names the file, exits 1, and changes nothing; the
+// other checkpoints of the directory verify as sound.
+void ExpectVerifyFindsDamage(const CrashedRun& run, int id, const std::string& expect) {
+  const Tree before = run.Trees();
+  RunResult v = RunCairn({"verify", run.chk(id)});
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  EXPECT_THAT(v.out, HasSubstr(expect));
+  EXPECT_THAT(v.out, HasSubstr(run.chk(id) + ": damaged ("));
+  RunResult all = RunCairn({"verify", run.ck(), "--json"});
+  EXPECT_EQ(all.exit_code, 1) << all.out << all.err;
+  EXPECT_THAT(all.out, HasSubstr("{\"path\":\"" + run.chk(id) + "\""));
+  EXPECT_THAT(all.out, HasSubstr("\"sound\":false"));
+  if (id > 1) EXPECT_THAT(all.out, HasSubstr("{\"path\":\"" + run.chk(id - 1) + "\""));  // every checkpoint is checked
+  EXPECT_TRUE(SameTree(before, run.Trees())) << "verify changed something";
+}
+
 void ExpectRestoreFailsNaming(const CrashedRun& run, int id, const std::string& expect) {
+  ExpectVerifyFindsDamage(run, id, expect);
   const Tree before = run.Trees();
   RunResult r = run.Run({"--restore", run.chk(id)});
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -288,6 +310,12 @@ TEST(CorruptCheckpointTest, RestoringACheckpointNeverChangesIt) {
   CrashedRun run;
   ASSERT_TRUE(run.crashed());
   const Tree chk3 = TreeSnapshot(run.chk(3)), chk4 = TreeSnapshot(run.chk(4));
+  // Sound checkpoints verify as sound (exit 0); a path that is no checkpoint is exit 2.
+  RunResult sound = RunCairn({"verify", run.ck()});
+  EXPECT_EQ(sound.exit_code, 0) << sound.out << sound.err;
+  EXPECT_THAT(sound.out, HasSubstr(run.chk(4) + ": sound (checkpoint 4, "));
+  EXPECT_EQ(RunCairn({"verify", run.input()}).exit_code, 2);
+  EXPECT_EQ(RunCairn({"verify", run.dir() / "nothing-here"}).exit_code, 2);
   RunResult r = run.Run({"--restore", run.chk(3)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("restoring from checkpoint 3 "));

@@ -67,7 +67,7 @@ const std::vector<ErrorCase>& ErrorCases() {
 
       // Unknown and duplicate keys, at every level.
       {"UnknownTopKey", Edit("operators:", "jbo: x\noperators:"), {},
-       {"t.yaml:2:1: unknown key 'jbo' at top level (known keys: job, parallelism, max_parallelism, checkpoint, state, operators)"}},
+       {"t.yaml:2:1: unknown key 'jbo' at top level (known keys: job, parallelism, max_parallelism, checkpoint, restart, state, operators)"}},
       {"UnknownStateKey", Edit("operators:", "state:\n  backnd: heap\noperators:"), {},
        {"t.yaml:3:3: unknown key 'backnd' in state (known keys: backend, rocksdb)"}},
       {"BadStateBackend", Edit("operators:", "state:\n  backend: disk\noperators:"), {},
@@ -81,7 +81,7 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"UnknownCheckpointKey", Edit("operators:", "checkpoint:\n  interval: 1s\n  intervall: 2s\noperators:"), {},
        {"t.yaml:4:3: unknown key 'intervall' in checkpoint (known keys: interval, mode, dir, timeout, min_pause, "
         "max_concurrent, tolerable_failures, retain, aligned_timeout, history, max_feedback_backlog, "
-        "max_drain_checkpoints)"}},
+        "max_drain_checkpoints, savepoint_dir)"}},
       {"UnknownOperatorKey", Edit("type: generator", "type: generator\n    word: 5"), {},
        {"t.yaml:5:5: unknown key 'word' in operator 'src' of type generator (known keys: id, type, parallelism, "
         "inputs, key_by, watermark, words, words_per_line, vocabulary, zipf, seed, rate)"}},

@@ -17,6 +17,7 @@ struct CheckpointConfig {
   Millis interval{1000};             // 0: no periodic checkpoints (the final one still happens)
   CheckpointMode mode = CheckpointMode::kAligned;
   std::string dir = "checkpoints";
+  std::string savepoint_dir;         // default target of savepoints; "": <dir>/savepoints
   Millis timeout{600000};            // a pending checkpoint older than this is aborted
   Millis min_pause{0};               // from the end of one checkpoint to the next trigger
   uint32_t max_concurrent = 1;       // pending checkpoints at once, >= 1

@@ -10,6 +10,7 @@
 #include "engine/base/file_util.h"
 #include "engine/base/storage_faults.h"
 #include "state/checkpoint_layout.h"
+#include "state/savepoint.h"
 
 namespace cairn {
 
@@ -18,6 +19,8 @@ const char* CheckpointFailureMessage(CheckpointFailureReason r) {
     case CheckpointFailureReason::kDeclined: return "a task declined the checkpoint";
     case CheckpointFailureReason::kTimeout: return "the checkpoint expired before completing (checkpoint.timeout)";
     case CheckpointFailureReason::kMetadataWriteFailed: return "the checkpoint metadata could not be written";
+    case CheckpointFailureReason::kSavepointWriteFailed: return "the savepoint could not be written";
+    case CheckpointFailureReason::kJobEnded: return "the job ended before the checkpoint completed";
   }
   return "?";
 }
@@ -28,6 +31,8 @@ void CheckpointStats::RecordCompleted(CheckpointId id, int64_t duration_ms, size
   max_duration_ms = std::max(max_duration_ms, duration_ms);
   total_duration_ms += duration_ms;
   last_completed_id = id;
+  for (size_t i = 0; i < std::size(kDurationBucketsMs); ++i)
+    if (duration_ms <= kDurationBucketsMs[i]) duration_buckets[i]++;
   durations_ms.push_back(duration_ms);
   if (durations_ms.size() > std::max<size_t>(history, 1))
     durations_ms.erase(durations_ms.begin(), durations_ms.end() - std::max<size_t>(history, 1));
@@ -65,6 +70,52 @@ void CheckpointCoordinator::Stop() {
   stop_.store(true);
   parker_.Unpark();
   if (thread_.joinable()) thread_.join();
+  // The thread is gone: answer every savepoint request still open.
+  std::vector<SavepointRequest> open;
+  {
+    MutexLock l(&stats_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    pending_records_.clear();
+    in_progress_.store(0);
+  }
+  Event e;
+  while (events_.try_dequeue(e))
+    if (e.kind == Event::Kind::kSavepoint) open.push_back(std::move(e.savepoint));
+  for (auto& r : savepoints_) open.push_back(std::move(r));
+  savepoints_.clear();
+  for (auto& [id, p] : pending_)
+    for (auto& r : p.savepoints) open.push_back(std::move(r));
+  for (auto& r : open)
+    if (r.done) r.done(Status::Aborted("the job ended before the savepoint completed"), 0, "");
+}
+
+void CheckpointCoordinator::RequestSavepoint(SavepointRequest r) {
+  {
+    MutexLock l(&stats_mu_);
+    if (!stopped_) {
+      Event e;
+      e.kind = Event::Kind::kSavepoint;
+      e.savepoint = std::move(r);
+      events_.enqueue(std::move(e));
+      parker_.Unpark();
+      return;
+    }
+  }
+  if (r.done) r.done(Status::Aborted("the job has ended: no savepoint can be taken"), 0, "");
+}
+
+std::vector<CheckpointRecord> CheckpointCoordinator::History() const {
+  MutexLock l(&stats_mu_);
+  std::vector<CheckpointRecord> out = history_;
+  out.insert(out.end(), pending_records_.begin(), pending_records_.end());
+  return out;
+}
+
+void CheckpointCoordinator::AddHistory(CheckpointRecord r) {
+  history_.push_back(std::move(r));
+  const size_t keep = std::max<size_t>(config_.history, 1);
+  if (history_.size() > keep) history_.erase(history_.begin(), history_.end() - keep);
 }
 
 void CheckpointCoordinator::Acknowledge(TaskAck ack) {
@@ -103,6 +154,18 @@ void CheckpointCoordinator::Loop() {
       any = true;
       if (e.kind == Event::Kind::kAck) {
         OnAck(std::move(e.ack));
+      } else if (e.kind == Event::Kind::kSavepoint) {
+        SavepointRequest r = std::move(e.savepoint);
+        if (terminating_ || (draining_ && r.then != SavepointRequest::Then::kContinue)) {
+          if (r.done) r.done(Status::Aborted("the job is already finishing: no savepoint can be taken"), 0, "");
+        } else if (r.then == SavepointRequest::Then::kDrain) {
+          // The sources end their input; the final checkpoint then takes this savepoint.
+          draining_ = true;
+          savepoints_.push_back(std::move(r));
+          for (CheckpointParticipant* src : sources_) src->Drain();
+        } else {
+          savepoints_.push_back(std::move(r));
+        }
       } else {
         ++sources_finished_;
       }
@@ -140,7 +203,10 @@ void CheckpointCoordinator::Loop() {
                     std::to_string(std::chrono::ceil<std::chrono::milliseconds>(pause_end - now).count()) +
                     " ms left)\n";
         }
-      } else if (!all_finished && cfg.interval.count() > 0) {
+      } else if (!all_finished && !draining_ && !savepoints_.empty()) {
+        // A savepoint is triggered at once (not at the interval's pace).
+        if (can_trigger) Trigger(false);
+      } else if (!all_finished && !draining_ && cfg.interval.count() > 0) {
         auto due = std::max(last_trigger_ + cfg.interval, pause_end);
         if (now >= due && can_trigger) {
           Trigger(false);
@@ -162,6 +228,7 @@ void CheckpointCoordinator::Loop() {
       MutexLock l(&describe_mu_);
       description_ = std::move(d);
     }
+    PublishPending();
     if (any || events_.size_approx() > 0) {
       parker_.Cancel();
       continue;
@@ -190,6 +257,10 @@ void CheckpointCoordinator::Trigger(bool final_candidate) {
     b.aligned_timeout_ms = 0;
   }
   p.mode = TakenAs(b.mode);
+  if (final_candidate || !draining_) {
+    p.savepoints = std::move(savepoints_);
+    savepoints_.clear();
+  }
   pending_.emplace(p.id, std::move(p));
   for (CheckpointParticipant* s : sources_) s->TriggerCheckpoint(b);
 }
@@ -250,19 +321,94 @@ void CheckpointCoordinator::Complete(Pending p) {
   CAIRN_CRASH_POINT("checkpoint.committed");
   last_end_ = now;
   consecutive_failures_ = 0;
+  // Older pending checkpoints are subsumed by this one (their savepoint requests move here).
+  std::vector<CheckpointId> subsumed;
+  while (!pending_.empty() && pending_.begin()->first < m.id) {
+    CheckpointId old = pending_.begin()->first;
+    for (auto& r : pending_.begin()->second.savepoints) p.savepoints.push_back(std::move(r));
+    pending_.erase(pending_.begin());
+    Discard(old);
+    subsumed.push_back(old);
+  }
+  // Savepoints: copies of this checkpoint, made before retention may remove it.
+  struct Answer {
+    SavepointRequest r;
+    Status s;
+    std::string path;
+  };
+  std::vector<Answer> answers;
+  bool stop_after = false;
+  std::string savepoint_failure;
+  for (auto& r : p.savepoints) {
+    Answer a{std::move(r), Status::OK(), ""};
+    a.s = WriteSavepoint(dir, m, a.r.dir, &a.path);
+    if (a.s.ok()) {
+      fprintf(stderr, "cairn: savepoint %" PRIu64 " written to %s\n", m.id, a.path.c_str());
+      if (a.r.then != SavepointRequest::Then::kContinue) {
+        stop_after = true;
+        stop_savepoint_ = a.path;
+      }
+    } else {
+      savepoint_failure = a.s.message();
+      fprintf(stderr, "cairn: savepoint %" PRIu64 " failed: %s\n", m.id, a.s.message().c_str());
+    }
+    answers.push_back(std::move(a));
+  }
   {
     MutexLock l(&stats_mu_);
     stats_.RecordCompleted(m.id, m.duration_ms, config_.history);
-  }
-  // Older pending checkpoints are subsumed by this one.
-  while (!pending_.empty() && pending_.begin()->first < m.id) {
-    CheckpointId old = pending_.begin()->first;
-    pending_.erase(pending_.begin());
-    Discard(old);
+    stats_.last_state_bytes = m.state_bytes;
+    stats_.last_channel_state_bytes = m.channel_state_bytes;
+    for (CheckpointId old : subsumed) {
+      CheckpointRecord r;
+      r.id = old;
+      r.status = "failed";
+      r.failure = "subsumed by checkpoint " + std::to_string(m.id);
+      r.path = store_->CheckpointPath(old);
+      for (const CheckpointRecord& pr : pending_records_)
+        if (pr.id == old) r.trigger_time_ms = pr.trigger_time_ms;
+      AddHistory(std::move(r));
+    }
+    std::erase_if(pending_records_, [&](const CheckpointRecord& pr) { return pr.id <= m.id; });
+    CheckpointRecord r;
+    r.id = m.id;
+    r.status = "completed";
+    r.path = dir;
+    for (const Answer& a : answers) {
+      r.kind = "savepoint";
+      if (a.s.ok()) r.path = a.path;
+    }
+    if (!savepoint_failure.empty())
+      r.failure = std::string(CheckpointFailureMessage(CheckpointFailureReason::kSavepointWriteFailed)) + ": " +
+                  savepoint_failure;
+    r.trigger_time_ms = m.trigger_time_ms;
+    r.duration_ms = m.duration_ms;
+    r.mode = m.mode;
+    r.final_checkpoint = m.sources_finished;
+    r.state_bytes = m.state_bytes;
+    r.channel_state_bytes = m.channel_state_bytes;
+    r.alignment_ms = m.alignment_ms;
+    r.sync_ms = m.sync_ms;
+    r.async_ms = m.async_ms;
+    r.acknowledged = r.tasks = tasks_.size();
+    r.subtasks = m.subtasks;
+    AddHistory(std::move(r));
   }
   for (CheckpointParticipant* t : tasks_) t->NotifyCheckpointComplete(m.id);
   Status rs = store_->Retain(config_.retain);
   if (!rs.ok()) listener_->JobFailed(rs.WithContext("checkpoint retention"));
+  if (stop_after && !terminating_) {
+    // A stop with a savepoint: the sources end the stream right after it (after the
+    // notification above, so the sinks commit this checkpoint's output first).
+    terminating_ = true;
+    for (CheckpointParticipant* s : sources_) s->Terminate();
+    final_completed_.store(true);
+    for (auto& a : answers)
+      if (a.r.done) a.r.done(a.s, m.id, a.path);
+    return;
+  }
+  for (auto& a : answers)
+    if (a.r.done) a.r.done(a.s, m.id, a.path);
   // Final: every source finished and nothing in flight on any channel. Termination is a stable
   // property, so a snapshot that shows it proves it (in a cycle, records may still circulate
   // in the first such checkpoints; then another is taken).
@@ -286,6 +432,27 @@ void CheckpointCoordinator::Complete(Pending p) {
         " (raise it if the cycle drains slowly)"));
     stop_.store(true);
   }
+}
+
+void CheckpointCoordinator::PublishPending() {
+  std::vector<CheckpointRecord> recs;
+  for (const auto& [id, p] : pending_) {
+    CheckpointRecord r;
+    r.id = id;
+    r.kind = p.savepoints.empty() ? "checkpoint" : "savepoint";
+    r.status = "in_progress";
+    r.path = store_->CheckpointPath(id);
+    r.trigger_time_ms = p.trigger_wall_ms;
+    r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - p.trigger).count();
+    r.mode = SubtaskCheckpointModeName(p.mode);
+    r.final_checkpoint = p.final_candidate;
+    r.acknowledged = p.acks;
+    r.tasks = tasks_.size();
+    recs.push_back(std::move(r));
+  }
+  in_progress_.store(recs.size(), std::memory_order_relaxed);
+  MutexLock l(&stats_mu_);
+  pending_records_ = std::move(recs);
 }
 
 void CheckpointCoordinator::Discard(CheckpointId id) {
@@ -314,16 +481,35 @@ void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   const bool final_candidate = it->second.final_candidate;
+  std::vector<SavepointRequest> savepoints = std::move(it->second.savepoints);
+  const int64_t trigger_wall_ms = it->second.trigger_wall_ms;
+  const auto trigger = it->second.trigger;
+  const size_t acks = it->second.acks;
   pending_.erase(it);
   Discard(id);
   last_end_ = Clock::now();
+  std::string msg = "checkpoint " + std::to_string(id) + " failed: " + CheckpointFailureMessage(reason) +
+                    (detail.empty() ? "" : ": " + detail);
   {
     MutexLock l(&stats_mu_);
     stats_.failed++;
+    std::erase_if(pending_records_, [&](const CheckpointRecord& pr) { return pr.id == id; });
+    CheckpointRecord r;
+    r.id = id;
+    r.kind = savepoints.empty() ? "checkpoint" : "savepoint";
+    r.status = "failed";
+    r.failure = std::string(CheckpointFailureMessage(reason)) + (detail.empty() ? "" : ": " + detail);
+    r.path = store_->CheckpointPath(id);
+    r.trigger_time_ms = trigger_wall_ms;
+    r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(last_end_ - trigger).count();
+    r.final_checkpoint = final_candidate;
+    r.acknowledged = acks;
+    r.tasks = tasks_.size();
+    AddHistory(std::move(r));
   }
+  for (auto& r : savepoints)
+    if (r.done) r.done(Status::Aborted(msg), id, "");
   ++consecutive_failures_;
-  std::string msg = "checkpoint " + std::to_string(id) + " failed: " + CheckpointFailureMessage(reason) +
-                    (detail.empty() ? "" : ": " + detail);
   if (consecutive_failures_ > config_.tolerable_failures) {
     listener_->JobFailed(Status::Aborted(msg + " (" + std::to_string(consecutive_failures_) +
                                          " consecutive failures exceed checkpoint.tolerable_failures = " +

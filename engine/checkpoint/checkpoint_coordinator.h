@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <thread>
+#include <iterator>
 #include <vector>
 
 #include "engine/checkpoint/checkpoint_messages.h"
@@ -43,6 +44,9 @@ class CheckpointParticipant {
   virtual void NotifyCheckpointComplete(CheckpointId id) = 0;
   // Sources only: the final checkpoint completed; send end of stream and stop.
   virtual void Terminate() = 0;
+  // Sources only: end the input now, as if it were exhausted (the final watermark, then
+  // SourceFinished): a stop with --drain.
+  virtual void Drain() {}
 };
 
 // Why a checkpoint failed; every reason has a message for users.
@@ -50,6 +54,8 @@ enum class CheckpointFailureReason {
   kDeclined,             // a task could not snapshot or persist its state
   kTimeout,              // not complete within checkpoint.timeout
   kMetadataWriteFailed,  // the commit point could not be written
+  kSavepointWriteFailed, // the checkpoint committed, but its savepoint copy could not be written
+  kJobEnded,             // the job ended (or was cancelled) before the checkpoint completed
 };
 const char* CheckpointFailureMessage(CheckpointFailureReason r);
 
@@ -63,9 +69,45 @@ struct CheckpointStats {
   int64_t total_duration_ms = 0;
   CheckpointId last_completed_id = 0;
   std::vector<int64_t> durations_ms;  // of the last `history` completed checkpoints, oldest first
+  // Every completed checkpoint's duration, as a histogram (GET /metrics): counts of durations
+  // <= kDurationBucketsMs[i] (cumulative), and their sum.
+  static constexpr int64_t kDurationBucketsMs[] = {10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000};
+  uint64_t duration_buckets[std::size(kDurationBucketsMs)] = {};
+  uint64_t last_state_bytes = 0;
+  uint64_t last_channel_state_bytes = 0;
 
   // Counts a completed checkpoint; keeps at most `history` (>= 1) durations.
   void RecordCompleted(CheckpointId id, int64_t duration_ms, size_t history);
+};
+
+// A savepoint to take (state/savepoint.h): `cairn savepoint`, `cairn stop`, the REST API.
+struct SavepointRequest {
+  std::string dir;  // the target directory (savepoint-<id>-<time> is created in it)
+  // What the job does once the savepoint is committed: go on; stop (sources end the stream
+  // right after it, no window is flushed); or drain (the sources end their input first, the
+  // final watermark flushes the windows, and the final checkpoint is the savepoint).
+  enum class Then { kContinue, kStop, kDrain } then = Then::kContinue;
+  // Called exactly once, on the coordinator thread (or in Stop()): OK with the checkpoint id
+  // and the savepoint directory, or why it failed.
+  std::function<void(const Status&, CheckpointId, const std::string& path)> done;
+};
+
+// One checkpoint as the REST API shows it (GET /api/checkpoints): completed, failed (with its
+// reason) or in progress. The coordinator keeps the latest checkpoint.history of them.
+struct CheckpointRecord {
+  CheckpointId id = 0;
+  std::string kind = "checkpoint";  // or "savepoint"
+  std::string status;               // "in_progress", "completed", "failed"
+  std::string failure;              // why it failed; "" otherwise
+  std::string path;                 // chk-<id>, or the savepoint's directory
+  int64_t trigger_time_ms = 0;
+  int64_t duration_ms = 0;          // trigger to completion or failure
+  std::string mode;
+  bool final_checkpoint = false;
+  uint64_t state_bytes = 0, channel_state_bytes = 0;
+  int64_t alignment_ms = 0, sync_ms = 0, async_ms = 0;
+  size_t acknowledged = 0, tasks = 0;
+  std::vector<SubtaskStateHandle> subtasks;
 };
 
 class CheckpointCoordinator {
@@ -92,11 +134,21 @@ class CheckpointCoordinator {
 
   void Acknowledge(TaskAck ack);
   void SourceFinished(int task);
+  // Takes a savepoint with the next checkpoint (triggered at once when the number of pending
+  // checkpoints allows). Any thread. After Stop(), `done` is called at once with Aborted.
+  void RequestSavepoint(SavepointRequest r);
+  // The latest checkpoint.history checkpoints (completed and failed) and the pending ones,
+  // oldest first (any thread).
+  std::vector<CheckpointRecord> History() const EXCLUDES(stats_mu_);
+  size_t in_progress() const { return in_progress_.load(std::memory_order_relaxed); }
 
   CheckpointStats stats() const EXCLUDES(stats_mu_);
   // The pending checkpoints and which tasks have answered, for diagnostics (any thread).
   std::string Describe() const EXCLUDES(describe_mu_);
   bool finished() const { return final_completed_.load(); }
+  // The savepoint a stop took (SavepointRequest::Then other than kContinue); "" when none.
+  // Read after Stop().
+  const std::string& stop_savepoint() const { return stop_savepoint_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -110,17 +162,21 @@ class CheckpointCoordinator {
     // How it was taken: as triggered, or kAlignedThenUnaligned once any task switched it.
     SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;
     std::vector<SubtaskStateHandle> handles;
+    std::vector<SavepointRequest> savepoints;  // taken with this checkpoint
   };
   struct Event {
-    enum class Kind { kAck, kSourceFinished } kind;
+    enum class Kind { kAck, kSourceFinished, kSavepoint } kind;
     TaskAck ack;
     int task = 0;
+    SavepointRequest savepoint;
   };
 
   void Loop();
   void OnAck(TaskAck ack);
   void Trigger(bool final_candidate);
   void Complete(Pending p);
+  void AddHistory(CheckpointRecord r) REQUIRES(stats_mu_);
+  void PublishPending() EXCLUDES(stats_mu_);
   void Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail);
   // Tells the abort handler, then removes the checkpoint's directory, _metadata first.
   void Discard(CheckpointId id);
@@ -150,11 +206,18 @@ class CheckpointCoordinator {
   Clock::time_point last_trigger_;
   Clock::time_point last_end_;  // when the last checkpoint completed or failed (checkpoint.min_pause)
   bool terminating_ = false;
+  std::vector<SavepointRequest> savepoints_;  // requested, not yet triggered
+  bool draining_ = false;                     // a stop with drain told the sources to end
+  std::atomic<size_t> in_progress_{0};
+  std::string stop_savepoint_;
 
   mutable Mutex describe_mu_;
   std::string description_ GUARDED_BY(describe_mu_);  // refreshed by the coordinator thread
   mutable Mutex stats_mu_;
   CheckpointStats stats_ GUARDED_BY(stats_mu_);
+  std::vector<CheckpointRecord> history_ GUARDED_BY(stats_mu_);  // ended ones, oldest first
+  std::vector<CheckpointRecord> pending_records_ GUARDED_BY(stats_mu_);
+  bool stopped_ GUARDED_BY(stats_mu_) = false;
 };
 
 }  // namespace cairn

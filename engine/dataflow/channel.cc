@@ -71,8 +71,10 @@ bool Channel::Push(StreamElement&& e, BlockedHandler* handler) {
     consumer_->Unpark();
     return true;
   }
+  Parker::Clock::time_point blocked_since{};
   while (!TryEnqueue(e)) {
     if (cancelled_.load(std::memory_order_acquire)) return false;
+    if (blocked_since == Parker::Clock::time_point{}) blocked_since = Parker::Clock::now();
     auto deadline = Parker::Clock::time_point::max();
     if (handler != nullptr && !handler->OnBlocked(&deadline)) return false;
     uint32_t ticket = producer_->Prepare();
@@ -89,6 +91,9 @@ bool Channel::Push(StreamElement&& e, BlockedHandler* handler) {
     producer_->Park(ticket, deadline);
     producer_waiting_.store(false, std::memory_order_relaxed);
   }
+  if (blocked_since != Parker::Clock::time_point{})
+    blocked_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Parker::Clock::now() - blocked_since).count(),
+                          std::memory_order_relaxed);
   consumer_->Unpark();
   return true;
 }

@@ -62,6 +62,8 @@ class Channel {
   // Blocks while the channel is full. Returns false (dropping `e`) once Cancel() was called or
   // the handler gave up.
   bool Push(StreamElement&& e, BlockedHandler* handler = nullptr);
+  // Total time the producer was blocked in Push (any thread, relaxed).
+  uint64_t blocked_ns() const { return blocked_ns_.load(std::memory_order_relaxed); }
   void PushPriority(const PriorityEvent& e);
   bool TryPopPriority(PriorityEvent* e);
   bool HasPriority() const { return priority_.peek() != nullptr; }
@@ -107,6 +109,9 @@ class Channel {
   uint64_t pushed_records_ = 0;          // producer thread only
   std::atomic<uint64_t> popped_records_{0};  // unbounded channels: written by the consumer only
   std::atomic<bool> producer_waiting_{false};
+  // Nanoseconds the producer spent blocked in Push on a full channel (written by the producer
+  // only when it was blocked; read by observers: the REST API's backpressure).
+  std::atomic<uint64_t> blocked_ns_{0};
   std::atomic<bool> cancelled_{false};
 };
 

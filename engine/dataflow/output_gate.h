@@ -44,6 +44,14 @@ class OutputGate {
   void BroadcastPriority(PriorityEvent e);
   bool has_outputs() const { return !edges_.empty(); }
   uint64_t records_out() const { return records_out_; }
+  // Time blocked on full outgoing channels, summed over them (any thread: the channel list is
+  // fixed before the task runs).
+  uint64_t blocked_ns() const {
+    uint64_t ns = 0;
+    for (const Edge& e : edges_)
+      for (const Target& t : e.targets) ns += t.channel->blocked_ns();
+    return ns;
+  }
 
  private:
   struct Target {

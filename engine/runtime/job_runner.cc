@@ -146,7 +146,7 @@ void CountRecords(const std::vector<Task*>& tasks, bool has_sinks, uint64_t* sou
 // becomes the job's failure) and reporting progress once per interval. Returns the seconds
 // from the start of the first thread to the end of the last.
 double RunTasks(const std::vector<Task*>& tasks, CheckpointCoordinator* coordinator, JobControl* control,
-                Parker* main_parker, const RunOptions& opt) {
+                Parker* main_parker, const RunOptions& opt, bool* interrupted) {
   const auto run_start = Clock::now();
   std::vector<std::thread> threads;
   for (Task* t : tasks)
@@ -166,6 +166,7 @@ double RunTasks(const std::vector<Task*>& tasks, CheckpointCoordinator* coordina
     if (g_interrupted.load() != 0) {
       main_parker->Cancel();
       control->Fail(Status::Aborted("interrupted by signal " + std::to_string(g_interrupted.load())));
+      if (control->status().message().rfind("interrupted", 0) == 0) *interrupted = true;
       g_interrupted.store(0);
     }
     if (g_dump.exchange(false)) {
@@ -229,6 +230,99 @@ void CollectTopKeys(const std::vector<Task*>& tasks, RunSummary* summary) {
   if (summary->top_keys.size() > kTopKeys) summary->top_keys.resize(kTopKeys);
 }
 
+int64_t WallMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// CAIRN_INJECT_FAILURE=<operator>:<n>[,<n>...]: in attempt k (0: the first run, then each
+// in-process restart) the first subtask of the (non-source) task running <operator> fails once
+// it has read n_k records; attempts past the list run without a failure. Test-only.
+Status ParseInjectedFailures(const JobSpec& spec, std::string* op, std::vector<uint64_t>* after) {
+  const char* env = getenv("CAIRN_INJECT_FAILURE");
+  if (env == nullptr || *env == '\0') return Status::OK();
+  const std::string v = env;
+  const size_t colon = v.find(':');
+  const auto bad = [&v](const std::string& why) {
+    return Status::InvalidArgument("CAIRN_INJECT_FAILURE=" + v + ": " + why +
+                                   " (expected <operator>:<records>[,<records>...], docs/faults.md)");
+  };
+  if (colon == std::string::npos || colon == 0) return bad("no operator");
+  *op = v.substr(0, colon);
+  if (spec.Find(*op) == nullptr) return bad("the job has no operator '" + *op + "'");
+  std::string rest = v.substr(colon + 1);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string n = rest.substr(0, comma);
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(n.c_str(), &end, 10);
+    if (n.empty() || *end != '\0' || x == 0) return bad("'" + n + "' is not a number of records > 0");
+    after->push_back(x);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  if (after->empty()) return bad("no number of records");
+  return Status::OK();
+}
+
+class RunningJobImpl : public RunningJob {
+ public:
+  RunningJobImpl(const JobSpec& spec, std::vector<Task*> tasks, CheckpointCoordinator* coordinator,
+                 CheckpointId restored_from, std::string restored_path, uint32_t restarts, uint32_t restores)
+      : spec_(spec),
+        restarts_(restarts),
+        restores_(restores),
+        tasks_(std::move(tasks)),
+        coordinator_(coordinator),
+        restored_from_(restored_from),
+        restored_path_(std::move(restored_path)),
+        start_ms_(WallMillisNow()) {}
+  const JobSpec& spec() const override { return spec_; }
+  std::string state() const override {
+    const char* s = state_.load();
+    if (s != nullptr) return s;
+    if (stopping_.load() || coordinator_->finished()) return "finishing";
+    return "running";
+  }
+  int64_t start_time_ms() const override { return start_ms_; }
+  uint32_t restarts() const override { return restarts_; }
+  uint32_t restores() const override { return restores_; }
+  CheckpointId restored_from() const override { return restored_from_; }
+  std::string restored_path() const override { return restored_path_; }
+  std::vector<TaskView> Tasks() const override {
+    std::vector<TaskView> out;
+    for (Task* t : tasks_) {
+      const int64_t wm = t->watermark();
+      out.push_back(TaskView{t->name(), t->is_source(), t->records_in(), t->records_out(), t->blocked_ns(),
+                             wm != kMinWatermark && wm != kMaxWatermark, wm});
+    }
+    return out;
+  }
+  CheckpointStats checkpoint_stats() const override { return coordinator_->stats(); }
+  std::vector<CheckpointRecord> checkpoint_history() const override { return coordinator_->History(); }
+  size_t checkpoints_in_progress() const override { return coordinator_->in_progress(); }
+  std::string default_savepoint_dir() const override {
+    return spec_.checkpoint.savepoint_dir.empty() ? spec_.checkpoint.dir + "/savepoints" : spec_.checkpoint.savepoint_dir;
+  }
+  void RequestSavepoint(SavepointRequest r) override {
+    if (r.then != SavepointRequest::Then::kContinue) stopping_.store(true);
+    coordinator_->RequestSavepoint(std::move(r));
+  }
+  // The final state, once the job has ended (a string literal).
+  void set_state(const char* s) { state_.store(s); }
+
+ private:
+  const JobSpec& spec_;
+  const uint32_t restarts_;
+  const uint32_t restores_;
+  const std::vector<Task*> tasks_;
+  CheckpointCoordinator* const coordinator_;
+  const CheckpointId restored_from_;
+  const std::string restored_path_;
+  const int64_t start_ms_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<const char*> state_{nullptr};
+};
+
 }  // namespace
 
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
@@ -280,43 +374,119 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     ~WorkDirCleanup() { RemoveAll(dir).IgnoreError(); }
   } work_cleanup{work_dir};
 
-  // 3. Deploy: keyed state, tasks, channels, coordinator.
-  CAIRN_RETURN_IF_ERROR(OpenSubtasks(spec, *backend, restore, work_dir, &subtasks));
-  JobControl control;
-  std::unique_ptr<CheckpointCoordinator> coordinator;
-  SnapshotPersister persister(kPersisterThreads, [&coordinator](TaskAck ack) { coordinator->Acknowledge(std::move(ack)); });
-  Deployment job;
-  BuildTasks(spec, plan, std::move(subtasks), &restore, &persister, &control, &control, &job);
-  const std::vector<Task*> tasks = job.task_ptrs();
-  Parker main_parker;
-  control.SetParties(tasks, job.channel_ptrs(), &main_parker);
-  const CheckpointId first_id = std::max(store.MaxId(), restore.active ? restore.checkpoint.metadata.id : 0) + 1;
-  coordinator = std::make_unique<CheckpointCoordinator>(spec.name, spec.max_parallelism, spec.checkpoint, &store,
-                                                        std::vector<CheckpointParticipant*>(tasks.begin(), tasks.end()),
-                                                        first_id, &control);
-  coordinator->SetAbortHandler([&persister](CheckpointId id) { persister.Abort(id); });
-  control.set_coordinator(coordinator.get());
-  summary->restore_seconds = SecondsSince(start);
-  if (restore.active)
-    fprintf(stderr, "cairn: restored checkpoint %" PRIu64 " (%zu keys) in %.3f s; processing starts\n",
-            restore.checkpoint.metadata.id, KeyCount(tasks), summary->restore_seconds);
+  // Test-only failure injection (docs/faults.md): CAIRN_INJECT_FAILURE=<operator>:<n>[,<n>...].
+  std::string inject_op;
+  std::vector<uint64_t> inject_after;
+  CAIRN_RETURN_IF_ERROR(ParseInjectedFailures(spec, &inject_op, &inject_after));
 
-  // 4. Run.
-  SignalHandlers signals;
-  signals.Install();
-  summary->seconds = RunTasks(tasks, coordinator.get(), &control, &main_parker, opt);
-  coordinator->Stop();
-  persister.Stop();
-  signals.Restore();
+  // SIGINT/SIGTERM cancel and SIGUSR1 dumps from here on; the old handlers are back on return.
+  struct SignalScope {
+    SignalHandlers h;
+    SignalScope() { h.Install(); }
+    ~SignalScope() { h.Restore(); }
+  } signals;
 
-  // 5. Summary.
-  CollectRecordsAndCheckpoints(tasks, *coordinator, summary);
-  CollectSkipped(tasks, summary);
-  Status s = control.status();
-  if (s.ok() && !coordinator->finished()) s = Status::Internal("tasks ended before the final checkpoint completed");
-  if (!s.ok()) return s;
-  CollectTopKeys(tasks, summary);
-  return Status::OK();
+  // 3.-5., once per attempt: deploy, run, collect. After a task failure, with a restart
+  // strategy and attempts left, the attempt's tasks are torn down, and the next one restores
+  // the latest completed checkpoint in this process.
+  const bool first_restored = restore.active;
+  std::string restart_from = restore.active ? restore.checkpoint.path : "";
+  for (uint32_t attempt = 0;; ++attempt) {
+    if (attempt > 0) {
+      CAIRN_RETURN_IF_ERROR(store.RemoveIncomplete());  // the failed attempt's checkpoints in progress, _work/
+      CAIRN_RETURN_IF_ERROR(CreateDirs(work_dir));
+      restore = RestorePlan();
+      // The newest checkpoint the failed attempt completed; when it completed none, what that
+      // attempt started from (the same checkpoint or savepoint, or the beginning).
+      CAIRN_RETURN_IF_ERROR(PrepareRestore(spec, plan, restart_from, *backend, &restore));
+      summary->restored_from = restore.active ? restore.checkpoint.metadata.id : 0;
+      if (restore.active) {
+        fprintf(stderr, "cairn: restart %u of %u: restoring from checkpoint %" PRIu64 " (%s)\n", attempt,
+                spec.restart.attempts, restore.checkpoint.metadata.id, restore.checkpoint.path.c_str());
+      } else {
+        fprintf(stderr, "cairn: restart %u of %u: starting from the beginning (no checkpoint completed yet)\n",
+                attempt, spec.restart.attempts);
+      }
+      subtasks.clear();
+      CAIRN_RETURN_IF_ERROR(InstantiateOperators(spec, plan, restore, &subtasks));
+    }
+    const auto attempt_start = Clock::now();
+    // 3. Deploy: keyed state, tasks, channels, coordinator.
+    CAIRN_RETURN_IF_ERROR(OpenSubtasks(spec, *backend, restore, work_dir, &subtasks));
+    JobControl control;
+    std::unique_ptr<CheckpointCoordinator> coordinator;
+    SnapshotPersister persister(kPersisterThreads, [&coordinator](TaskAck ack) { coordinator->Acknowledge(std::move(ack)); });
+    Deployment job;
+    BuildTasks(spec, plan, std::move(subtasks), &restore, &persister, &control, &control, &job);
+    const std::vector<Task*> tasks = job.task_ptrs();
+    if (attempt < inject_after.size())
+      for (Task* t : tasks)
+        if (!t->is_source() && std::any_of(t->chain().begin(), t->chain().end(),
+                                           [&](const ChainedOperator& c) { return c.ctx.operator_id == inject_op; })) {
+          t->InjectFailureAfter(inject_after[attempt]);
+          break;  // the first subtask only
+        }
+    Parker main_parker;
+    control.SetParties(tasks, job.channel_ptrs(), &main_parker);
+    const CheckpointId first_id = std::max(store.MaxId(), restore.active ? restore.checkpoint.metadata.id : 0) + 1;
+    coordinator = std::make_unique<CheckpointCoordinator>(spec.name, spec.max_parallelism, spec.checkpoint, &store,
+                                                          std::vector<CheckpointParticipant*>(tasks.begin(), tasks.end()),
+                                                          first_id, &control);
+    coordinator->SetAbortHandler([&persister](CheckpointId id) { persister.Abort(id); });
+    control.set_coordinator(coordinator.get());
+    summary->restore_seconds = SecondsSince(attempt == 0 ? start : attempt_start);
+    if (restore.active)
+      fprintf(stderr, "cairn: restored checkpoint %" PRIu64 " (%zu keys) in %.3f s; processing starts\n",
+              restore.checkpoint.metadata.id, KeyCount(tasks), summary->restore_seconds);
+
+    // 4. Run.
+    RunningJobImpl running(spec, tasks, coordinator.get(), restore.active ? restore.checkpoint.metadata.id : 0,
+                           restore.active ? restore.checkpoint.path : "", attempt, attempt + (first_restored ? 1 : 0));
+    if (opt.on_start) opt.on_start(&running);
+    bool interrupted = false;
+    summary->seconds = RunTasks(tasks, coordinator.get(), &control, &main_parker, opt, &interrupted);
+    coordinator->Stop();
+    persister.Stop();
+
+    // 5. Summary.
+    CollectRecordsAndCheckpoints(tasks, *coordinator, summary);
+    CollectSkipped(tasks, summary);
+    summary->restarts = attempt;
+    summary->stopped_with_savepoint = coordinator->stop_savepoint();
+    Status s = control.status();
+    if (s.ok() && !coordinator->finished()) s = Status::Internal("tasks ended before the final checkpoint completed");
+    const bool restart = !s.ok() && !interrupted && spec.restart.strategy != RestartConfig::Strategy::kNone &&
+                         attempt < spec.restart.attempts;
+    if (summary->checkpoints.completed > 0) restart_from = "latest";
+    running.set_state(s.ok() ? "finished" : restart ? "restarting" : interrupted ? "cancelled" : "failed");
+    if (opt.on_end) opt.on_end(&running);
+    if (s.ok()) {
+      CollectTopKeys(tasks, summary);
+      return Status::OK();
+    }
+    if (!restart) {
+      if (!interrupted && spec.restart.strategy != RestartConfig::Strategy::kNone)
+        return s.WithContext("after " + std::to_string(attempt) + " restarts (restart.attempts = " +
+                             std::to_string(spec.restart.attempts) + ")");
+      return s;
+    }
+    // The wait before the next attempt; a signal meanwhile cancels the job.
+    Millis delay = spec.restart.delay;
+    if (spec.restart.strategy == RestartConfig::Strategy::kExponentialDelay)
+      for (uint32_t i = 0; i < attempt && delay < spec.restart.max_delay; ++i) delay *= 2;
+    if (spec.restart.strategy == RestartConfig::Strategy::kExponentialDelay) delay = std::min(delay, spec.restart.max_delay);
+    fprintf(stderr, "cairn: job failed: %s; restarting in %lld ms (restart %u of %u, restart.strategy)\n",
+            s.message().c_str(), static_cast<long long>(delay.count()), attempt + 1, spec.restart.attempts);
+    const auto until = Clock::now() + delay;
+    Parker waiter;
+    while (Clock::now() < until) {
+      if (g_interrupted.load() != 0)
+        return s.WithContext("interrupted by signal " + std::to_string(g_interrupted.load()) + " before a restart");
+      uint32_t t = waiter.Prepare();
+      waiter.Park(t, std::min(until, Clock::now() + std::chrono::milliseconds(100)));
+    }
+    // The attempt's tasks, channels, coordinator and persister end with this scope.
+  }
 }
 
 }  // namespace cairn

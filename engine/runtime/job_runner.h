@@ -37,6 +37,43 @@ struct RunProgress {
   CheckpointStats checkpoints;
 };
 
+// One task (a chain's subtask) of a running job, as the REST API shows it: counters the task
+// keeps anyway (relaxed atomics), read without stopping it.
+struct TaskView {
+  std::string name;  // "<chain>[<subtask>]", as in the SIGUSR1 dump
+  bool source = false;
+  uint64_t records_in = 0, records_out = 0;
+  uint64_t blocked_ns = 0;      // time blocked on full output channels since the task started
+  bool has_watermark = false;   // the task has sent a watermark downstream
+  int64_t watermark = 0;        // the last one (event time, ms)
+};
+
+// A running job, for an observer on another thread (the REST server, jobs/cli/rest_server.h):
+// handed to RunOptions::on_start, valid until RunOptions::on_end returns. Every call is cheap
+// and thread-safe, and none stops or slows a task.
+class RunningJob {
+ public:
+  virtual ~RunningJob() = default;
+  virtual const JobSpec& spec() const = 0;
+  // "running", "finishing" (sources finished, or a stop was asked for), "finished", "failed",
+  // "cancelled", "restarting" (this attempt failed; the next restores the latest checkpoint).
+  virtual std::string state() const = 0;
+  virtual int64_t start_time_ms() const = 0;  // Unix epoch milliseconds (of this attempt)
+  virtual uint32_t restarts() const = 0;       // in-process restarts before this attempt (restart:)
+  virtual uint32_t restores() const = 0;       // restores by this process: --restore, then each restart
+  virtual CheckpointId restored_from() const = 0;  // 0: fresh start
+  virtual std::string restored_path() const = 0;
+  virtual std::vector<TaskView> Tasks() const = 0;
+  virtual CheckpointStats checkpoint_stats() const = 0;
+  virtual std::vector<CheckpointRecord> checkpoint_history() const = 0;
+  virtual size_t checkpoints_in_progress() const = 0;
+  // checkpoint.savepoint_dir, or <checkpoint.dir>/savepoints.
+  virtual std::string default_savepoint_dir() const = 0;
+  // CheckpointCoordinator::RequestSavepoint; a stop (then != kContinue) also marks the job
+  // finishing.
+  virtual void RequestSavepoint(SavepointRequest r) = 0;
+};
+
 struct RunOptions {
   std::string restore;          // "" fresh start, "latest", or a checkpoint path
   // --fresh: start over on purpose although checkpoint.dir holds completed checkpoints or a
@@ -49,6 +86,11 @@ struct RunOptions {
   std::function<void(const RunProgress&)> progress;
   // How often progress is reported. Default: 1 s. REQUIRES: > 0.
   std::chrono::milliseconds progress_interval{1000};
+  // Called on the runner's thread once the job is deployed (before the first record) and once
+  // it has ended (its final state set, before its tasks are destroyed); with restart: once
+  // per attempt each. Default: none.
+  std::function<void(RunningJob*)> on_start;
+  std::function<void(RunningJob*)> on_end;
 };
 
 struct RunSummary {
@@ -68,6 +110,11 @@ struct RunSummary {
   // `counts_late`: the job has such an operator.
   uint64_t records_late = 0;
   bool counts_late = false;
+  // The savepoint a stop (cairn stop, POST /api/stop) took before the job ended; "" otherwise.
+  std::string stopped_with_savepoint;
+  // In-process restarts (restart:); the record counts above are those of the last attempt,
+  // which restored checkpoint restored_from.
+  uint32_t restarts = 0;
 };
 
 Status RunJob(const JobSpec& spec, const RunOptions& options, RunSummary* summary);

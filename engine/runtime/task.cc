@@ -46,6 +46,11 @@ void Task::NotifyCheckpointComplete(CheckpointId id) {
   parker_.Unpark();
 }
 
+void Task::Drain() {
+  control_.enqueue(Control{Control::Kind::kDrain, Barrier{}, 0});
+  parker_.Unpark();
+}
+
 void Task::Terminate() {
   control_.enqueue(Control{Control::Kind::kTerminate, Barrier{}, 0});
   parker_.Unpark();
@@ -120,6 +125,9 @@ bool Task::HandleControl() {
         break;
       case Control::Kind::kDump:
         PrintState();
+        break;
+      case Control::Kind::kDrain:
+        drain_requested_ = true;
         break;
     }
     return true;
@@ -255,6 +263,7 @@ bool Task::ProcessWatermarkChain(size_t from, int64_t watermark) {
     if (!EmitFrom(i)) return false;
   }
   out_watermark_ = watermark;
+  watermark_view_.store(watermark, std::memory_order_relaxed);
   out_idle_ = false;
   return out_.Broadcast(StreamElement::OfWatermark(Watermark{watermark, false}));
 }
@@ -378,6 +387,11 @@ bool Task::HandleGateEvent(GateEvent& ev) {
   switch (ev.kind) {
     case GateEvent::Kind::kBatch:
       records_in_.fetch_add(ev.batch->size(), std::memory_order_relaxed);
+      if (__builtin_expect(fail_after_ != 0, 0) && records_in() >= fail_after_) {
+        Fail(Status::Internal("injected failure (CAIRN_INJECT_FAILURE) after " + std::to_string(records_in()) +
+                              " records"));
+        return false;
+      }
       current_ = std::move(ev);
       current_offset_ = 0;
       has_current_ = true;
@@ -455,6 +469,14 @@ void Task::RunSource() {
     if (terminated_) {
       out_.Broadcast(StreamElement::EndOfStream());
       return;
+    }
+    if (drain_requested_ && !exhausted) {
+      // A stop with --drain: the input ends here, as if exhausted.
+      exhausted = true;
+      if (!ProcessWatermarkChain(1, kMaxWatermark)) return;
+      if (!FinishChain(1)) return;
+      listener_->SourceFinished(index_);
+      continue;
     }
     if (exhausted) {
       if (!out_.Flush()) return;

@@ -98,16 +98,23 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   void TriggerCheckpoint(const Barrier& b) override;      // sources only
   void NotifyCheckpointComplete(CheckpointId id) override;
   void Terminate() override;                              // sources only: send end of stream and stop
+  void Drain() override;                                  // sources only: end the input now
   void Dump();                                   // print this task's state to stderr
+  // Test-only failure injection (CAIRN_INJECT_FAILURE, docs/faults.md): a consumer task fails
+  // once it has read `n` records (0: never). Before Run.
+  void InjectFailureAfter(uint64_t n) { fail_after_ = n; }
   void Cancel();
 
   // Statistics, from any thread (relaxed).
   uint64_t records_in() const { return records_in_.load(std::memory_order_relaxed); }
   uint64_t records_out() const { return records_out_.load(std::memory_order_relaxed); }
+  uint64_t blocked_ns() const { return out_.blocked_ns(); }  // on full output channels
+  // The last watermark this task sent downstream; kMinWatermark while none.
+  int64_t watermark() const { return watermark_view_.load(std::memory_order_relaxed); }
 
  private:
   struct Control {
-    enum class Kind { kTrigger, kNotify, kTerminate, kDump } kind;
+    enum class Kind { kTrigger, kNotify, kTerminate, kDump, kDrain } kind;
     Barrier barrier;
     CheckpointId id = 0;
   };
@@ -175,9 +182,12 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   RecordBatch slice_;
   std::vector<RestoredChannel> restored_channels_;
   bool terminated_ = false;
+  bool drain_requested_ = false;  // Drain() was handled: the source ends its input
+  uint64_t fail_after_ = 0;       // InjectFailureAfter
   bool failed_ = false;
   // Event time (task thread).
   int64_t out_watermark_ = kMinWatermark;  // the last watermark sent downstream
+  std::atomic<int64_t> watermark_view_{kMinWatermark};  // out_watermark_, for observers
   bool out_idle_ = false;                  // an idle watermark was sent last
   int64_t max_event_time_ = kMinWatermark; // a source with watermarks: the largest event time seen
   Clock::time_point last_record_at_{};     // a source with an idle_timeout: its last record

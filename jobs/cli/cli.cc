@@ -16,11 +16,14 @@
 #include "engine/runtime/job_runner.h"
 #include "jobs/cli/kafka_mock.h"
 #include "jobs/cli/progress.h"
+#include "jobs/cli/rest_client.h"
+#include "jobs/cli/rest_server.h"
 #include "jobs/cli/run_summary.h"
 #include "engine/base/storage_faults.h"
 #include "jobs/job_graph.h"
 #include "jobs/job_loader.h"
 #include "jobs/cli/state_dump.h"
+#include "jobs/cli/verify.h"
 #include "operators/click_generator.h"
 #include "operators/generator_source.h"
 #include "operators/nexmark_generator.h"
@@ -34,9 +37,13 @@ constexpr const char* kUsage =
     "usage:\n"
     "  cairn run JOB.yaml [--restore latest|PATH | --fresh] [--set KEY=VALUE]... [--quiet]\n"
     "            [--progress-interval DURATION]   (progress lines on stderr; default 1s)\n"
+    "            [--http HOST:PORT]               (REST API and web page; default off; port 0: any)\n"
+    "  cairn savepoint JOB_URL [--dir DIR]\n"
+    "  cairn stop JOB_URL [--savepoint DIR] [--drain]\n"
     "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
     "  cairn checkpoints DIR [--json]\n"
     "  cairn state dump CHECKPOINT [--operator ID] [--json]\n"
+    "  cairn verify PATH [--json]                 (exit 0 sound, 1 damaged, 2 not a checkpoint)\n"
     "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
     "  cairn generate --format clicks --out FILE [--events N] [--users N] [--urls N] [--ts iso|ms] [--seed N]\n"
     "  cairn generate nexmark --out FILE [--events N] [--seed N] [--event-rate R] [--person-proportion N]\n"
@@ -79,6 +86,7 @@ struct JobArgs {
   bool fresh = false;
   bool quiet = false;
   Millis progress_interval{1000};
+  std::string http;  // --http HOST:PORT; "" off
 };
 
 // Parses JOB.yaml and the flags of `run` (allow_run_flags) or `validate`.
@@ -97,6 +105,9 @@ int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, Job
       if (!TakeValue(args, &i, "--progress-interval", &v) || !ParseDuration(v, &out->progress_interval) ||
           out->progress_interval.count() <= 0)
         return UsageError("--progress-interval needs a duration > 0 (e.g. 100ms, 1s)");
+    } else if (allow_run_flags && IsFlag(a, "--http")) {
+      if (!TakeValue(args, &i, "--http", &v) || v.empty()) return UsageError("--http needs HOST:PORT, e.g. 127.0.0.1:8081");
+      out->http = v;
     } else if (allow_run_flags && a == "--fresh") {
       out->fresh = true;
     } else if (allow_run_flags && a == "--quiet") {
@@ -126,8 +137,21 @@ int CmdRun(const std::vector<std::string>& args) {
   opt.fresh = ja.fresh;
   if (!ja.quiet) opt.progress = PrintProgress;
   opt.progress_interval = ja.progress_interval;
+  RestServer server;
+  if (!ja.http.empty()) {
+    std::string url;
+    s = server.Start(ja.http, &url);
+    if (!s.ok()) return Report(s);
+    // Announced once the job is deployed, so that whoever reads the address finds it running.
+    opt.on_start = [&server, url](RunningJob* j) {
+      server.Attach(j);
+      fprintf(stderr, "cairn: REST API at %s (web page: %s, metrics: %smetrics)\n", url.c_str(), url.c_str(), url.c_str());
+    };
+    opt.on_end = [&server](RunningJob* j) { server.Detach(j); };
+  }
   RunSummary summary;
   s = RunJob(spec, opt, &summary);
+  server.Stop();
   if (!s.ok()) return Report(s);
   fputs(FormatSummary(spec, summary).c_str(), stdout);
   return 0;
@@ -434,6 +458,9 @@ int CairnMain(int argc, char** argv) {
   if (cmd == "kafka") return CmdKafka(args);
   if (cmd == "debug") return CmdDebug(args);
   if (cmd == "state") return CmdState(args);
+  if (cmd == "savepoint") return CmdSavepoint(args);
+  if (cmd == "verify") return CmdVerify(args);
+  if (cmd == "stop") return CmdStop(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     fputs(kUsage, stdout);
     return 0;

@@ -13,6 +13,15 @@ std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
   snprintf(buf, sizeof buf, "job %s completed in %.2f s%s\n", spec.name.c_str(), s.seconds,
            s.restored_from ? (" (restored from checkpoint " + std::to_string(s.restored_from) + ")").c_str() : "");
   out += buf;
+  if (!s.stopped_with_savepoint.empty()) out += "  stopped with savepoint " + s.stopped_with_savepoint + "\n";
+  if (s.restarts > 0) {
+    out += "  restarts        " + std::to_string(s.restarts) + " in-process (restart:); the counts below are of the last attempt, " +
+           (s.restored_from ? "since checkpoint " + std::to_string(s.restored_from) : std::string("from the beginning")) + "\n";
+  } else if (s.restored_from) {
+    out += "  counts          since the restore of checkpoint " + std::to_string(s.restored_from) +
+           " (this run only)" + (s.counts_skipped || s.counts_late ? "; records skipped and late: since the job first started" : "") +
+           "\n";
+  }
   snprintf(buf, sizeof buf, "  source records  %" PRIu64 " (%.0f records/s)\n", s.source_records,
            s.seconds > 0 ? static_cast<double>(s.source_records) / s.seconds : 0.0);
   out += buf;

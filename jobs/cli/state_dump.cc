@@ -112,6 +112,21 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
       });
       CAIRN_RETURN_IF_ERROR(s);
     }
+    if (!h.operator_state_file.empty()) {
+      // Operator (non-keyed) state: source positions, a sink's pending files, ... The
+      // checkpoint does not record the operator's type, so its bytes are shown as they are,
+      // with their length.
+      std::string file = InCheckpoint(cp.path, h.operator_state_file);
+      std::string bytes;
+      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(file, &bytes));
+      const std::string hex = FormatValue("", bytes, false);
+      if (json) {
+        fprintf(out, "%s,\"operator_state_bytes\":%zu,\"operator_state\":%s}\n", prefix.c_str(), bytes.size(),
+                JsonQuote(hex).c_str());
+      } else {
+        fprintf(out, "%s\toperator_state\t%zu bytes\t%s\n", prefix.c_str(), bytes.size(), hex.c_str());
+      }
+    }
     if (!h.list_state_file.empty()) {
       std::string file = InCheckpoint(cp.path, h.list_state_file);
       std::string bytes;
