@@ -56,9 +56,15 @@ class StorageFaultRun {
              "--set", "checkpoint.interval=20ms"};
     if (backpressure) {
       Set("checkpoint.mode=unaligned");
-      // 40000 records/s per subtask: several seconds for the input, so that unaligned checkpoints
-      // with records in flight come (and fail) before the end however slow the machine.
-      Set("operators.throttle.rate=40000");
+      // The sink side at 10000 records/s per subtask, the source paced at twice that (2000 lines
+      // of 10 words a second per subtask): backpressure from the first batches on, and periodic
+      // unaligned checkpoints with records in flight for the 5 s the source runs, so that they
+      // come (and fail) even when fsyncs stall for seconds. Unpaced, the source put the whole
+      // input into the channels at once and ended, the final checkpoint (aligned) took the rest
+      // of the run, and only a checkpoint in the first milliseconds could hold channel state:
+      // under heavy disk load it held none.
+      Set("operators.throttle.rate=10000");
+      Set("operators.source.rate=2000");
     } else {
       Set("operators.source.rate=" + std::to_string(pace));
     }
@@ -93,7 +99,7 @@ class TolerableStorageFaultTest : public ::testing::TestWithParam<TolerableCase>
 
 TEST_P(TolerableStorageFaultTest, FailedCheckpointsAreDeclinedAndRemovedAndTheJobCompletesExactlyOnce) {
   const TolerableCase& c = GetParam();
-  StorageFaultRun run(c.backpressure, c.backpressure ? "300000" : "200000");
+  StorageFaultRun run(c.backpressure, "200000");
   run.Set("checkpoint.tolerable_failures=" + std::to_string(c.tolerable));
   RunResult r = run.Run({"CAIRN_STORAGE_FAULT=" + c.fault});
   ASSERT_EQ(r.exit_code, 0) << r.err;
