@@ -287,7 +287,9 @@ class KafkaSink final : public Operator {
     return Status::OK();
   }
 
-  Status ReadMarker(const std::string& group, int64_t* marker) {
+  // A consumer of consumer group `group` (a transactional id's marker group), never
+  // auto-committing.
+  Status MarkerConsumer(const std::string& group, KafkaHandle* out) {
     rd_kafka_conf_t* conf = nullptr;
     CAIRN_RETURN_IF_ERROR(MakeKafkaConf(config_, "operator '" + config_.id + "' (type kafka_sink)",
                                         {{"group.id", group}, {"enable.auto.commit", "false"}, {"log_level", "4"}},
@@ -298,7 +300,14 @@ class KafkaSink final : public Operator {
       rd_kafka_conf_destroy(conf);
       return Status::InvalidArgument(what_ + ": cannot create a Kafka consumer: " + err);
     }
-    KafkaHandle consumer(rk);
+    out->reset(rk);
+    return Status::OK();
+  }
+
+  Status ReadMarker(const std::string& group, int64_t* marker) {
+    KafkaHandle consumer;
+    CAIRN_RETURN_IF_ERROR(MarkerConsumer(group, &consumer));
+    rd_kafka_t* rk = consumer.get();
     KafkaPartitionList list(rd_kafka_topic_partition_list_new(1));
     rd_kafka_topic_partition_list_add(list.get(), topic_.c_str(), 0);
     rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -371,19 +380,7 @@ class KafkaSink final : public Operator {
   // after the commit: a kill between the two makes a restore write the transaction again.
   Status MarkCommitted(const std::string& group, uint64_t checkpoint) {
     KafkaHandle& c = markers_[group];
-    if (c == nullptr) {
-      rd_kafka_conf_t* conf = nullptr;
-      CAIRN_RETURN_IF_ERROR(MakeKafkaConf(config_, "operator '" + config_.id + "' (type kafka_sink)",
-                                          {{"group.id", group}, {"enable.auto.commit", "false"}, {"log_level", "4"}},
-                                          &conf));
-      char err[512];
-      rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-      if (rk == nullptr) {
-        rd_kafka_conf_destroy(conf);
-        return Status::InvalidArgument(what_ + ": cannot create a Kafka consumer: " + err);
-      }
-      c.reset(rk);
-    }
+    if (c == nullptr) CAIRN_RETURN_IF_ERROR(MarkerConsumer(group, &c));
     KafkaPartitionList offsets(rd_kafka_topic_partition_list_new(1));
     rd_kafka_topic_partition_list_add(offsets.get(), topic_.c_str(), 0)->offset = static_cast<int64_t>(checkpoint);
     rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;

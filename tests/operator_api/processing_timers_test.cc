@@ -72,29 +72,7 @@ CAIRN_REGISTER_OPERATOR({
 
 namespace {
 
-std::string ThisBinary() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
-// `cairn args...` of this binary (its registry has first_seen) as a child process, to the end.
-testing::RunResult RunAsChild(const testing::ScratchDir& dir, const std::vector<std::string>& args,
-                              const std::vector<std::string>& env = {}) {
-  std::vector<std::string> all_env = env;
-  all_env.push_back("CAIRN_OPERATOR_API_AS_CAIRN=1");
-  const std::string out = dir / "child.out", err = dir / "child.err";
-  testing::WriteText(out, "");
-  testing::WriteText(err, "");
-  testing::RunResult r;
-  {
-    testing::CairnProcess p(args, out, err, all_env, ThisBinary());
-    EXPECT_TRUE(p.Wait(300000, &r)) << "still running after 5 minutes";
-  }
-  r.out = testing::ReadText(out);
-  r.err = testing::ReadText(err);
-  return r;
-}
+using testing::RunAsChild;
 
 // source -> tokenize -> first_seen (keyed by word) -> sink, at parallelism 2; 400 lines, each
 // word twice, so every word's second record finds it seen.
