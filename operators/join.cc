@@ -37,6 +37,7 @@
 #include "jobs/job_loader.h"
 #include "jobs/registry.h"
 #include "operators/select_exprs.h"
+#include "operators/window_bounds.h"
 #include "state/keyed_state_api.h"
 #include "state/operator_list_state.h"
 
@@ -375,18 +376,11 @@ class WindowJoin final : public Operator, public LateRecords {
     seq_state_->Update({static_cast<int64_t>(next_seq_)});
   }
 
-  // start and end as `window` stores them (order-preserving), then seq big-endian.
+  // The window as `window` stores it, then seq big-endian.
   static void UserKey(int64_t start, int64_t end, uint64_t seq, std::string* out) {
-    out->assign(24, '\0');
-    auto put = [&](size_t at, uint64_t u) {
-      for (int i = 0; i < 8; ++i) (*out)[at + i] = static_cast<char>((u >> (8 * (7 - i))) & 0xff);
-    };
-    put(0, static_cast<uint64_t>(start) ^ (uint64_t{1} << 63));
-    put(8, static_cast<uint64_t>(end) ^ (uint64_t{1} << 63));
-    put(16, seq);
+    *out = EncodeWindow(Window{start, end});
+    for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((seq >> (8 * (7 - i))) & 0xff));
   }
-
-  static int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
 
   const OperatorConfig config_;
   const JoinWindow window_;

@@ -30,6 +30,7 @@
 #include "engine/dataflow/record_codec.h"
 #include "jobs/registry.h"
 #include "operators/aggregate_functions.h"
+#include "operators/window_bounds.h"
 #include "state/keyed_state_api.h"
 #include "state/operator_list_state.h"
 
@@ -38,35 +39,6 @@ namespace {
 
 enum class Kind { kTumble, kHop, kSession };
 
-struct Window {
-  int64_t start = 0;
-  int64_t end = 0;  // exclusive
-};
-
-std::string EncodeWindow(const Window& w) {
-  std::string s(16, '\0');
-  auto put = [&](size_t at, int64_t v) {
-    uint64_t u = static_cast<uint64_t>(v) ^ (uint64_t{1} << 63);
-    for (int i = 0; i < 8; ++i) s[at + i] = static_cast<char>((u >> (8 * (7 - i))) & 0xff);
-  };
-  put(0, w.start);
-  put(8, w.end);
-  return s;
-}
-
-bool DecodeWindow(std::string_view s, Window* w) {
-  if (s.size() != 16) return false;
-  auto get = [&](size_t at) {
-    uint64_t u = 0;
-    for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<unsigned char>(s[at + i]);
-    return static_cast<int64_t>(u ^ (uint64_t{1} << 63));
-  };
-  w->start = get(0);
-  w->end = get(8);
-  return true;
-}
-
-int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
 
 const char* const kReserved[] = {"window_start", "window_end"};
 
