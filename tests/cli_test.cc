@@ -170,6 +170,25 @@ TEST(CliTest, FreshWithRestoreIsAUsageError) {
                    "--fresh (start over) and --restore (resume) exclude each other");
 }
 
+TEST_F(WordCountRun, QuietLeavesOnlyTheSummaryAndSaysWhatWasRestored) {
+  // The fixture's run was --quiet: a restore of its final checkpoint, --quiet, prints nothing on
+  // stderr, and its summary names the checkpoint, the keys loaded and the time to first record.
+  RunResult quiet = RunCairn(RunArgs({"--restore", "latest"}));
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  const uint64_t last = *CompletedIds().rbegin();
+  EXPECT_THAT(quiet.out, HasSubstr("(restored from checkpoint " + std::to_string(last - 1) + ")"));
+  EXPECT_THAT(quiet.out, ::testing::ContainsRegex("restore +checkpoint " + std::to_string(last - 1) +
+                                                  ": [1-9][0-9]* keys, [0-9.]+ s to the first record"));
+  // Without it the same restore notes what it does on stderr.
+  std::vector<std::string> args = RunArgs({"--restore", "latest"});
+  args.erase(std::find(args.begin(), args.end(), "--quiet"));
+  RunResult loud = RunCairn(args);
+  ASSERT_EQ(loud.exit_code, 0) << loud.err;
+  EXPECT_THAT(loud.err, HasSubstr("cairn: restoring from checkpoint " + std::to_string(last) + " ("));
+  EXPECT_THAT(loud.err, HasSubstr("cairn: restored checkpoint " + std::to_string(last) + " ("));
+}
+
 TEST_F(WordCountRun, RestoreIntoADifferentMaxParallelismFailsAndChangesNothing) {
   const auto before = Trees();
   RunResult r = RunCairn(RunArgs({"--restore", "latest", "--set", "max_parallelism=64"}));

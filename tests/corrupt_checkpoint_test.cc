@@ -154,7 +154,7 @@ TEST(CorruptCheckpointTest, RestoreLatestSkipsTheDamagedNewestAndRestoresTheNewe
   RunResult r = run.Run({"--restore", "latest"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("warning: skipping damaged checkpoint: " + meta + ": damaged (checksum mismatch)"));
-  EXPECT_THAT(r.err, HasSubstr("restoring from checkpoint 3 "));
+  EXPECT_THAT(r.out, HasSubstr("(restored from checkpoint 3)"));
   EXPECT_TRUE(SameTree(damaged_before, TreeSnapshot(run.chk(4)))) << "the damaged checkpoint was changed";
   ExpectExactlyOnce(run.out(), ExpectedCounts(run.input()));
 }
@@ -318,7 +318,7 @@ TEST(CorruptCheckpointTest, RestoringACheckpointNeverChangesIt) {
   EXPECT_EQ(RunCairn({"verify", run.dir() / "nothing-here"}).exit_code, 2);
   RunResult r = run.Run({"--restore", run.chk(3)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("restoring from checkpoint 3 "));
+  EXPECT_THAT(r.out, HasSubstr("(restored from checkpoint 3)"));
   EXPECT_TRUE(SameTree(chk3, TreeSnapshot(run.chk(3)))) << "the restored checkpoint";
   EXPECT_TRUE(SameTree(chk4, TreeSnapshot(run.chk(4)))) << "a newer retained checkpoint";
   ExpectExactlyOnce(run.out(), ExpectedCounts(run.input()));

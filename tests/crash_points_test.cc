@@ -93,7 +93,8 @@ TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   std::vector<std::string> args = {"run", SourceDir() + (sc->backpressure ? "/jobs/wordcount-backpressure.yaml"
                                                                           : "/jobs/wordcount.yaml"),
-                                   "--quiet",
+                                   // Not --quiet: the restore's note names the checkpoint chosen.
+                                   "--progress-interval", "1h",
                                    "--set", "operators.source.path=" + input,
                                    "--set", "operators.sink.path=" + dir / "out",
                                    "--set", "checkpoint.dir=" + dir / "ck",

@@ -44,7 +44,7 @@ void RunKilledAndRestored(const std::string& job) {
   ASSERT_EQ(crashed.signal, SIGKILL) << crashed.err;
   RunResult run = RunCairn(Args(job, {"--restore", "latest"}));
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.err, HasSubstr("restoring from checkpoint"));
+  EXPECT_THAT(run.out, HasSubstr("(restored from checkpoint "));
 }
 
 std::string Job(const std::string& dir, const std::string& source, const std::string& sink) {

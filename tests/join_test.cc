@@ -134,7 +134,7 @@ TEST_P(JoinKill, IsExactlyOnceAcrossASigkillAndARestore) {
   RunResult r = job.Run({"--set", mode, "--restore", "latest", "--set",
                          "parallelism=" + std::to_string(GetParam().restore_parallelism)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("restoring from checkpoint 3"));
+  EXPECT_THAT(r.out, HasSubstr("(restored from checkpoint 3)"));
   EXPECT_EQ(job.Committed(), Expected(in));
 }
 

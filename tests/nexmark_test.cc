@@ -388,7 +388,7 @@ TEST_P(NexmarkQueryTest, OutputEqualsTheReference) {
   RunResult run = RunCairn(args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   if (mode == Mode::kKilledAligned || mode == Mode::kKilledUnaligned) {
-    EXPECT_THAT(run.err, HasSubstr("restoring from checkpoint"));
+    EXPECT_THAT(run.out, HasSubstr("(restored from checkpoint "));
   }
   EXPECT_EQ(OutputRows(dir / "out"), expected);
 }

@@ -9,6 +9,8 @@
 //   after it, never reuses a part-file name, and is exactly-once, also after a crash before the
 //   restored run's first checkpoint, and also when a restore at another parallelism came between;
 // - a bad file_sink.path is found before anything on disk changes.
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -214,7 +216,10 @@ TEST_F(CompletedRun, ACheckpointIsNotChosenWhileAnotherJobHoldsTheDirectory) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
   const Tree before = Trees();
-  RunResult r = RunCairn(Args({"--restore", "latest"}));
+  // Without --quiet, so that a note of the checkpoint chosen would show.
+  std::vector<std::string> args = Args({"--restore", "latest"});
+  args.erase(std::find(args.begin(), args.end(), "--quiet"));
+  RunResult r = RunCairn(args);
   close(fd);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("is in use by another running job"));
@@ -230,7 +235,7 @@ TEST_F(CompletedRun, RestoringAnOlderCheckpointSetsAsideLaterOutputAndIsExactlyO
   const std::set<std::string> before = Names(out());
   RunResult r = RunCairn(Args({"--restore", chk(2)}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("restoring from checkpoint 2 "));
+  EXPECT_THAT(r.out, HasSubstr("(restored from checkpoint 2)"));
   EXPECT_THAT(r.err, HasSubstr("checkpoints 3-" + std::to_string(newest) + " are superseded"));
   ExpectExactlyOnce(out(), ExpectedCounts(input()));
 
@@ -281,7 +286,7 @@ TEST_F(CompletedRun, ACrashBeforeTheRestoredRunsFirstCheckpointResumesFromTheRes
 
   RunResult r = RunCairn(Args({"--restore", "latest"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("restoring from checkpoint 2 ")) << "the newest checkpoint not abandoned";
+  EXPECT_THAT(r.out, HasSubstr("(restored from checkpoint 2)")) << "the newest checkpoint not abandoned";
   ExpectExactlyOnce(out(), ExpectedCounts(input()));
 }
 

@@ -139,7 +139,7 @@ TEST(StorageFaultTest, FailuresBeyondTolerableFailTheJobNamingTheReasonAndAResto
 
   RunResult restored = run.Run({}, /*restore=*/true);
   ASSERT_EQ(restored.exit_code, 0) << restored.err;
-  EXPECT_THAT(restored.err, HasSubstr("restoring from checkpoint 3 "));
+  EXPECT_THAT(restored.out, HasSubstr("(restored from checkpoint 3)"));
   ExpectOnlyCompletedCheckpoints(run.ck());
   ExpectExactlyOnce(run.out(), ExpectedCounts(run.input()));
 }

@@ -169,7 +169,7 @@ void RunKilled(const std::string& job, int kills, std::vector<std::string> last 
   args.insert(args.end(), last.begin(), last.end());
   RunResult run = RunCairn(args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.err, HasSubstr("restoring from checkpoint"));
+  EXPECT_THAT(run.out, HasSubstr("(restored from checkpoint "));
 }
 
 TEST(WindowJobTest, TumbleWindowsEqualAnIndependentComputation) {

@@ -168,7 +168,7 @@ TEST_P(WindowJoinKill, IsExactlyOnceAcrossTwoSigkillsAndRestores) {
   args.insert(args.end(), {"--restore", "latest", "--set", "parallelism=" + std::to_string(GetParam().parallelism)});
   RunResult r = job.Run(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("restoring from checkpoint"));
+  EXPECT_THAT(r.out, HasSubstr("(restored from checkpoint "));
   EXPECT_EQ(job.Committed(), job.Want());
 }
 

@@ -343,7 +343,9 @@ void CheckpointCoordinator::Complete(Pending p) {
     Answer a{std::move(r), Status::OK(), ""};
     a.s = WriteSavepoint(dir, m, a.r.dir, &a.path);
     if (a.s.ok()) {
-      fprintf(stderr, "cairn: savepoint %" PRIu64 " written to %s\n", m.id, a.path.c_str());
+      const std::string note = "savepoint " + std::to_string(m.id) + " written to " + a.path;
+      if (info_) info_(note);
+      else fprintf(stderr, "cairn: %s\n", note.c_str());
       if (a.r.then != SavepointRequest::Then::kContinue) {
         stop_after = true;
         stop_savepoint_ = a.path;

@@ -128,6 +128,8 @@ class CheckpointCoordinator {
   // subsumed by a newer completed one, so that its queued writes are skipped (the snapshot
   // persister's Abort). Set before Start(); called on the coordinator thread.
   void SetAbortHandler(std::function<void(CheckpointId)> f) { abort_handler_ = std::move(f); }
+  // Where informational notes go (a savepoint written); default: stderr as "cairn: <note>".
+  void SetInfoLog(std::function<void(const std::string&)> f) { info_ = std::move(f); }
 
   void Start();
   void Stop();
@@ -190,6 +192,7 @@ class CheckpointCoordinator {
   std::vector<CheckpointParticipant*> sources_;
   Listener* const listener_;
   std::function<void(CheckpointId)> abort_handler_;
+  std::function<void(const std::string&)> info_;
 
   moodycamel::ConcurrentQueue<Event> events_;
   Parker parker_;

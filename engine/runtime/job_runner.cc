@@ -42,6 +42,12 @@ extern "C" void OnDump(int) { g_dump.store(true); }
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// An informational note (RunOptions::info).
+void Info(const RunOptions& opt, const std::string& note) {
+  if (opt.info) opt.info(note);
+  else fprintf(stderr, "cairn: %s\n", note.c_str());
+}
+
 // Collects the first failure of any task, the coordinator, or the user (Ctrl-C), and cancels
 // the job when it happens.
 class JobControl : public TaskListener, public CheckpointCoordinator::Listener, public BacklogListener {
@@ -351,8 +357,8 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   if (opt.restore.empty()) CAIRN_RETURN_IF_ERROR(FindEarlierRuns(spec, file_sinks, &earlier));
   if (restore.active) {
     summary->restored_from = restore.checkpoint.metadata.id;
-    fprintf(stderr, "cairn: restoring from checkpoint %" PRIu64 " (%s)\n", restore.checkpoint.metadata.id,
-            restore.checkpoint.path.c_str());
+    Info(opt, "restoring from checkpoint " + std::to_string(restore.checkpoint.metadata.id) + " (" +
+                  restore.checkpoint.path + ")");
   }
   std::vector<SubtaskChain> subtasks;
   CAIRN_RETURN_IF_ERROR(InstantiateOperators(spec, plan, restore, &subtasks));
@@ -401,11 +407,12 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
       CAIRN_RETURN_IF_ERROR(PrepareRestore(spec, plan, restart_from, *backend, &restore));
       summary->restored_from = restore.active ? restore.checkpoint.metadata.id : 0;
       if (restore.active) {
-        fprintf(stderr, "cairn: restart %u of %u: restoring from checkpoint %" PRIu64 " (%s)\n", attempt,
-                spec.restart.attempts, restore.checkpoint.metadata.id, restore.checkpoint.path.c_str());
+        Info(opt, "restart " + std::to_string(attempt) + " of " + std::to_string(spec.restart.attempts) +
+                      ": restoring from checkpoint " + std::to_string(restore.checkpoint.metadata.id) + " (" +
+                      restore.checkpoint.path + ")");
       } else {
-        fprintf(stderr, "cairn: restart %u of %u: starting from the beginning (no checkpoint completed yet)\n",
-                attempt, spec.restart.attempts);
+        Info(opt, "restart " + std::to_string(attempt) + " of " + std::to_string(spec.restart.attempts) +
+                      ": starting from the beginning (no checkpoint completed yet)");
       }
       subtasks.clear();
       CAIRN_RETURN_IF_ERROR(InstantiateOperators(spec, plan, restore, &subtasks));
@@ -433,11 +440,16 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
                                                           std::vector<CheckpointParticipant*>(tasks.begin(), tasks.end()),
                                                           first_id, &control);
     coordinator->SetAbortHandler([&persister](CheckpointId id) { persister.Abort(id); });
+    if (opt.info) coordinator->SetInfoLog(opt.info);
     control.set_coordinator(coordinator.get());
     summary->restore_seconds = SecondsSince(attempt == 0 ? start : attempt_start);
-    if (restore.active)
-      fprintf(stderr, "cairn: restored checkpoint %" PRIu64 " (%zu keys) in %.3f s; processing starts\n",
-              restore.checkpoint.metadata.id, KeyCount(tasks), summary->restore_seconds);
+    summary->restored_keys = restore.active ? KeyCount(tasks) : 0;
+    if (restore.active) {
+      char secs[32];
+      snprintf(secs, sizeof secs, "%.3f", summary->restore_seconds);
+      Info(opt, "restored checkpoint " + std::to_string(restore.checkpoint.metadata.id) + " (" +
+                    std::to_string(summary->restored_keys) + " keys) in " + secs + " s; processing starts");
+    }
 
     // 4. Run.
     RunningJobImpl running(spec, tasks, coordinator.get(), restore.active ? restore.checkpoint.metadata.id : 0,

@@ -91,11 +91,17 @@ struct RunOptions {
   // per attempt each. Default: none.
   std::function<void(RunningJob*)> on_start;
   std::function<void(RunningJob*)> on_end;
+  // Called with each informational note, one line without a newline: the checkpoint being
+  // restored, the restore's time, in-process restarts, savepoints written. Warnings and errors
+  // are not notes: they always go to stderr. Default (unset): printed on stderr as
+  // "cairn: <note>"; `cairn run --quiet` sets one that drops them.
+  std::function<void(const std::string&)> info;
 };
 
 struct RunSummary {
   double seconds = 0;
-  double restore_seconds = 0;       // restore + deploy, before the first record (also on stderr)
+  double restore_seconds = 0;       // restore + deploy, before the first record (also a note: RunOptions::info)
+  size_t restored_keys = 0;         // keys the restore loaded (0: fresh start)
   CheckpointId restored_from = 0;   // 0: fresh start
   uint64_t source_records = 0;
   uint64_t sink_records = 0;        // consumed by sinks; by all non-source tasks when none

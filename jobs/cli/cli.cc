@@ -136,6 +136,7 @@ int CmdRun(const std::vector<std::string>& args) {
   opt.restore = ja.restore;
   opt.fresh = ja.fresh;
   if (!ja.quiet) opt.progress = PrintProgress;
+  if (ja.quiet) opt.info = [](const std::string&) {};  // errors, warnings and the summary only
   opt.progress_interval = ja.progress_interval;
   RestServer server;
   if (!ja.http.empty()) {

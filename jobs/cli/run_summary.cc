@@ -22,6 +22,11 @@ std::string FormatSummary(const JobSpec& spec, const RunSummary& s) {
            " (this run only)" + (s.counts_skipped || s.counts_late ? "; records skipped and late: since the job first started" : "") +
            "\n";
   }
+  if (s.restored_from) {
+    snprintf(buf, sizeof buf, "  restore         checkpoint %" PRIu64 ": %zu keys, %.3f s to the first record\n",
+             s.restored_from, s.restored_keys, s.restore_seconds);
+    out += buf;
+  }
   snprintf(buf, sizeof buf, "  source records  %" PRIu64 " (%.0f records/s)\n", s.source_records,
            s.seconds > 0 ? static_cast<double>(s.source_records) / s.seconds : 0.0);
   out += buf;

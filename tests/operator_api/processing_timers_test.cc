@@ -114,7 +114,7 @@ TEST(ProcessingTimers, FireOnceEachInARunningJobAcrossAKillAndARescale) {
   ASSERT_EQ(r.signal, SIGKILL) << r.err;
   r = RunAsChild(dir, {"run", dir / "job.yaml", "--quiet", "--restore", "latest", "--set", "parallelism=3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("restoring from checkpoint"));
+  EXPECT_THAT(r.out, HasSubstr("(restored from checkpoint "));
   EXPECT_EQ(Committed(dir), words) << "every word exactly once";
 }
 
