@@ -39,6 +39,9 @@ inline constexpr const char* kLockFileName = "_lock";
 // Ranges of checkpoint ids a restore of an older checkpoint or a `--fresh` start abandoned:
 // one line "<first> <last> <reason>" each (CheckpointStore::Supersede).
 inline constexpr const char* kSupersededFileName = "_superseded";
+// The newest failed checkpoints, one line "<id>\t<kind>\t<trigger ms>\t<duration ms>\t<reason>"
+// each (CheckpointStore::RecordFailure), for `cairn checkpoints`; no restore reads it.
+inline constexpr const char* kFailedFileName = "_failed";
 inline constexpr const char* kKeyedStateDirName = "keyed";
 inline constexpr const char* kSharedDirName = "shared";
 inline constexpr const char* kSharedListFileName = "SHARED";

@@ -8,6 +8,7 @@ namespace cairn {
 
 std::string LockPath(const std::string& dir) { return dir + "/" + kLockFileName; }
 std::string SupersededPath(const std::string& dir) { return dir + "/" + kSupersededFileName; }
+std::string FailedPath(const std::string& dir) { return dir + "/" + kFailedFileName; }
 std::string WorkRoot(const std::string& dir) { return dir + "/" + kWorkDirName; }
 std::string WorkDir(const std::string& dir, int64_t pid) { return WorkRoot(dir) + "/run-" + std::to_string(pid); }
 std::string WorkingStatePath(const std::string& work_dir, const std::string& op, uint32_t subtask) {

@@ -19,6 +19,8 @@ namespace cairn {
 std::string LockPath(const std::string& dir);
 // <dir>/_superseded: the ranges of ids that may no longer be restored.
 std::string SupersededPath(const std::string& dir);
+// <dir>/_failed: the recent failed checkpoints, one line each (CheckpointStore::RecordFailure).
+std::string FailedPath(const std::string& dir);
 // <dir>/_work: the working RocksDBs of running jobs; <dir>/_work/run-<pid>: this process's.
 std::string WorkRoot(const std::string& dir);
 std::string WorkDir(const std::string& dir, int64_t pid);

@@ -128,6 +128,75 @@ Status CheckpointStore::Supersede(CheckpointId first, CheckpointId last, const s
   return WriteFileAtomically(path, text);
 }
 
+namespace {
+
+std::string FailureLine(const FailedCheckpoint& f) {
+  std::string reason = f.reason;
+  for (char& c : reason)
+    if (c == '\n' || c == '\t') c = ' ';
+  return std::to_string(f.id) + "\t" + f.kind + "\t" + std::to_string(f.trigger_time_ms) + "\t" +
+         std::to_string(f.duration_ms) + "\t" + reason + "\n";
+}
+
+bool ParseFailureLine(std::string_view line, FailedCheckpoint* f) {
+  std::string_view parts[5];
+  for (int i = 0; i < 4; ++i) {
+    size_t tab = line.find('\t');
+    if (tab == std::string_view::npos) return false;
+    parts[i] = line.substr(0, tab);
+    line.remove_prefix(tab + 1);
+  }
+  parts[4] = line;
+  auto num = [](std::string_view v, int64_t* out) {
+    if (v.empty() || v.size() > 19) return false;
+    int64_t n = 0;
+    for (char c : v) {
+      if (c < '0' || c > '9') return false;
+      n = n * 10 + (c - '0');
+    }
+    *out = n;
+    return true;
+  };
+  int64_t id;
+  if (!num(parts[0], &id) || id == 0 || !num(parts[2], &f->trigger_time_ms) || !num(parts[3], &f->duration_ms) ||
+      (parts[1] != "checkpoint" && parts[1] != "savepoint"))
+    return false;
+  f->id = static_cast<CheckpointId>(id);
+  f->kind = std::string(parts[1]);
+  f->reason = std::string(parts[4]);
+  return true;
+}
+
+}  // namespace
+
+Status CheckpointStore::RecordFailure(const FailedCheckpoint& f) const {
+  const std::string path = FailedPath(dir_);
+  std::string text;
+  Status s = ReadFile(path, &text);
+  if (!s.ok() && !s.IsNotFound()) return s;
+  // Keep the newest kFailedHistory - 1 lines and the new one.
+  size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')), pos = 0;
+  for (; lines >= kFailedHistory; --lines) pos = text.find('\n', pos) + 1;
+  return WriteFileAtomically(path, text.substr(pos) + FailureLine(f));
+}
+
+Status CheckpointStore::ListFailed(std::vector<FailedCheckpoint>* out) const {
+  out->clear();
+  std::string text;
+  Status s = ReadFile(FailedPath(dir_), &text);
+  if (s.IsNotFound()) return Status::OK();
+  CAIRN_RETURN_IF_ERROR(s);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // a torn last line
+    FailedCheckpoint f;
+    if (ParseFailureLine(std::string_view(text).substr(pos, nl - pos), &f)) out->push_back(std::move(f));
+    pos = nl + 1;
+  }
+  return Status::OK();
+}
+
 Status CheckpointStore::ListCompleted(std::vector<CompletedCheckpoint>* out, std::vector<Status>* skipped,
                                       std::vector<Status>* superseded) const {
   out->clear();

@@ -19,8 +19,19 @@ struct CompletedCheckpoint {
   CheckpointMetadata metadata;
 };
 
+// A checkpoint (or savepoint) that failed, as CheckpointStore keeps it for `cairn checkpoints`.
+struct FailedCheckpoint {
+  CheckpointId id = 0;
+  std::string kind = "checkpoint";  // or "savepoint"
+  int64_t trigger_time_ms = 0;      // wall clock, ms since the epoch
+  int64_t duration_ms = 0;          // trigger to failure
+  std::string reason;               // one line
+};
+
 class CheckpointStore {
  public:
+  // How many failed checkpoints RecordFailure keeps (the newest).
+  static constexpr size_t kFailedHistory = 100;
   explicit CheckpointStore(std::string dir) : dir_(std::move(dir)) {}
   const std::string& dir() const { return dir_; }
 
@@ -66,6 +77,15 @@ class CheckpointStore {
   // Whether checkpoint `id` is superseded; *reason says by what. Corruption when _superseded
   // does not parse.
   Status IsSuperseded(CheckpointId id, bool* superseded, std::string* reason = nullptr) const;
+
+  // Adds `f` to _failed, a history for `cairn checkpoints` that no restore reads: one line
+  // each, "<id>\t<kind>\t<trigger_time_ms>\t<duration_ms>\t<reason>", the newest kFailedHistory
+  // kept; the file is rewritten atomically. The caller holds the lock. A reason's newlines and
+  // tabs become spaces.
+  Status RecordFailure(const FailedCheckpoint& f) const;
+  // The failures _failed holds, oldest first; a line a crash tore is skipped. A missing file is
+  // an empty list.
+  Status ListFailed(std::vector<FailedCheckpoint>* out) const;
 
  private:
   struct SupersededRange {

@@ -278,5 +278,32 @@ TEST(CheckpointStore, RetainZeroIsInvalidAndRemovesNothing) {
   EXPECT_EQ(CompletedIds(store), (std::vector<CheckpointId>{1}));
 }
 
+TEST(CheckpointStore, RecordFailureKeepsTheNewestFailuresAndListFailedSkipsTornLines) {
+  ScratchDir dir;
+  CheckpointStore store(dir.path());
+  std::vector<FailedCheckpoint> list;
+  ASSERT_TRUE(store.ListFailed(&list).ok());
+  EXPECT_TRUE(list.empty());
+  for (CheckpointId id = 1; id <= CheckpointStore::kFailedHistory + 5; ++id)
+    ASSERT_TRUE(store.RecordFailure({id, id % 2 ? "checkpoint" : "savepoint", 1000 + static_cast<int64_t>(id), 7,
+                                     "a task declined\nthe checkpoint\tbecause"})
+                    .ok());
+  ASSERT_TRUE(store.ListFailed(&list).ok());
+  ASSERT_EQ(list.size(), CheckpointStore::kFailedHistory);
+  EXPECT_EQ(list.front().id, 6u);
+  EXPECT_EQ(list.back().id, CheckpointStore::kFailedHistory + 5);
+  EXPECT_EQ(list.back().kind, "checkpoint");
+  EXPECT_EQ(list.back().trigger_time_ms, 1105);
+  EXPECT_EQ(list.back().duration_ms, 7);
+  EXPECT_EQ(list.back().reason, "a task declined the checkpoint because");
+  // A line a crash tore, and one that does not parse, are skipped.
+  std::string text;
+  ASSERT_TRUE(ReadFile(dir.path() + "/_failed", &text).ok());
+  WriteText(dir.path() + "/_failed", "nonsense\n" + text + "200\tcheckpoint\t12");
+  ASSERT_TRUE(store.ListFailed(&list).ok());
+  EXPECT_EQ(list.size(), CheckpointStore::kFailedHistory);
+  EXPECT_EQ(list.back().id, CheckpointStore::kFailedHistory + 5);
+}
+
 }  // namespace
 }  // namespace cairn

@@ -116,6 +116,21 @@ TEST_P(TolerableStorageFaultTest, FailedCheckpointsAreDeclinedAndRemovedAndTheJo
     EXPECT_FALSE(std::filesystem::exists(run.ck() + "/chk-" + std::to_string(id))) << "failed checkpoint " << id;
   ExpectOnlyCompletedCheckpoints(run.ck());
   ExpectExactlyOnce(run.out(), ExpectedCounts(run.input()));
+  // `cairn checkpoints` lists the failed ones with their reasons; its --json only with --all.
+  RunResult list = RunCairn({"checkpoints", run.ck()});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  for (uint64_t id : failed)
+    EXPECT_THAT(list.out, ::testing::ContainsRegex("id=" + std::to_string(id) +
+                                                   " status=failed kind=checkpoint trigger_time=[^ ]+ duration_ms=[0-9]+ "
+                                                   "reason=.*injected by CAIRN_STORAGE_FAULT"))
+        << list.out;
+  RunResult json = RunCairn({"checkpoints", run.ck(), "--json"});
+  EXPECT_THAT(json.out, ::testing::Not(HasSubstr("\"failed\""))) << json.out;
+  RunResult json_all = RunCairn({"checkpoints", run.ck(), "--json", "--all"});
+  for (uint64_t id : failed)
+    EXPECT_THAT(json_all.out, HasSubstr("{\"id\":" + std::to_string(id) + ",\"status\":\"failed\",\"kind\":\"checkpoint\""))
+        << json_all.out;
+  EXPECT_THAT(json_all.out, HasSubstr("\"status\":\"completed\""));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -492,6 +492,7 @@ void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason
   last_end_ = Clock::now();
   std::string msg = "checkpoint " + std::to_string(id) + " failed: " + CheckpointFailureMessage(reason) +
                     (detail.empty() ? "" : ": " + detail);
+  FailedCheckpoint failed;
   {
     MutexLock l(&stats_mu_);
     stats_.failed++;
@@ -507,8 +508,15 @@ void CheckpointCoordinator::Fail(CheckpointId id, CheckpointFailureReason reason
     r.final_checkpoint = final_candidate;
     r.acknowledged = acks;
     r.tasks = tasks_.size();
+    failed.id = id;
+    failed.kind = r.kind;
+    failed.trigger_time_ms = r.trigger_time_ms;
+    failed.duration_ms = r.duration_ms;
+    failed.reason = r.failure;
     AddHistory(std::move(r));
   }
+  // For `cairn checkpoints`; a history only, so a failure to write it fails nothing.
+  store_->RecordFailure(failed).IgnoreError();
   for (auto& r : savepoints)
     if (r.done) r.done(Status::Aborted(msg), id, "");
   ++consecutive_failures_;

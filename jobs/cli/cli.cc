@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -41,7 +42,7 @@ constexpr const char* kUsage =
     "  cairn savepoint JOB_URL [--dir DIR]\n"
     "  cairn stop JOB_URL [--savepoint DIR] [--drain]\n"
     "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
-    "  cairn checkpoints DIR [--json]\n"
+    "  cairn checkpoints DIR [--json] [--all]\n"
     "  cairn state dump CHECKPOINT [--operator ID] [--json]\n"
     "  cairn verify PATH [--json]                 (exit 0 sound, 1 damaged, 2 not a checkpoint)\n"
     "  cairn generate --out FILE [--words N] [--words-per-line N] [--vocabulary N] [--zipf S] [--seed N]\n"
@@ -224,10 +225,12 @@ std::string IsoTime(int64_t ms) {
 
 int CmdCheckpoints(const std::vector<std::string>& args) {
   std::string dir;
-  bool json = false;
+  bool json = false, all = false;
   for (const auto& a : args) {
     if (a == "--json") {
       json = true;
+    } else if (a == "--all") {
+      all = true;
     } else if (a.size() > 1 && a[0] == '-') {
       return UsageError("unknown flag '" + a + "'");
     } else if (dir.empty()) {
@@ -239,13 +242,35 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
   if (dir.empty()) return UsageError("missing DIR");
   if (!IsDirectory(dir)) return Report(Status::NotFound(dir + ": no such checkpoint directory"));
   CheckpointStore store(dir);
-  std::vector<CompletedCheckpoint> all;
+  std::vector<CompletedCheckpoint> all_completed;
   std::vector<Status> skipped, superseded;
-  Status s = store.ListCompleted(&all, &skipped, &superseded);
+  Status s = store.ListCompleted(&all_completed, &skipped, &superseded);
   if (!s.ok()) return Report(s);
   for (const Status& sk : skipped) fprintf(stderr, "cairn: warning: skipping damaged checkpoint: %s\n", sk.message().c_str());
   for (const Status& sk : superseded) fprintf(stderr, "cairn: not listed: %s\n", sk.message().c_str());
-  for (const auto& c : all) {
+  // Failed checkpoints, in id order among the completed ones: in the text listing always, in
+  // --json with --all (so that a script reading the JSON lines sees completed checkpoints only).
+  std::vector<FailedCheckpoint> failed;
+  if (!json || all) {
+    s = store.ListFailed(&failed);
+    if (!s.ok()) fprintf(stderr, "cairn: warning: cannot read the failed checkpoints: %s\n", s.message().c_str());
+  }
+  size_t next_failed = 0;
+  auto print_failed_before = [&](CheckpointId id) {
+    for (; next_failed < failed.size() && failed[next_failed].id < id; ++next_failed) {
+      const FailedCheckpoint& f = failed[next_failed];
+      if (json)
+        printf("{\"id\":%" PRIu64 ",\"status\":\"failed\",\"kind\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64
+               ",\"duration_ms\":%" PRId64 ",\"reason\":%s}\n",
+               f.id, JsonQuote(f.kind).c_str(), JsonQuote(IsoTime(f.trigger_time_ms)).c_str(), f.trigger_time_ms,
+               f.duration_ms, JsonQuote(f.reason).c_str());
+      else
+        printf("id=%" PRIu64 " status=failed kind=%s trigger_time=%s duration_ms=%" PRId64 " reason=%s\n", f.id,
+               f.kind.c_str(), IsoTime(f.trigger_time_ms).c_str(), f.duration_ms, f.reason.c_str());
+    }
+  };
+  for (const auto& c : all_completed) {
+    print_failed_before(c.metadata.id);
     const CheckpointMetadata& m = c.metadata;
     // Malformed records skipped (file_source on_error: skip), shown only for jobs that skip.
     int64_t skipped_records = -1;
@@ -265,10 +290,11 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
       skipped_text += " records_late=" + std::to_string(late_records);
     }
     if (json) {
-      printf("{\"id\":%" PRIu64 ",\"path\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64 ",\"duration_ms\":%" PRId64
+      printf("{\"id\":%" PRIu64 "%s,\"path\":%s,\"trigger_time\":%s,\"trigger_time_ms\":%" PRId64 ",\"duration_ms\":%" PRId64
              ",\"state_bytes\":%" PRIu64 ",\"mode\":%s,\"alignment_ms\":%" PRId64 ",\"sync_ms\":%" PRId64
              ",\"async_ms\":%" PRId64 ",\"channel_state_bytes\":%" PRIu64 "%s,\"final\":%s}\n",
-             m.id, JsonQuote(c.path).c_str(), JsonQuote(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
+             m.id, all ? ",\"status\":\"completed\"" : "", JsonQuote(c.path).c_str(),
+             JsonQuote(IsoTime(m.trigger_time_ms)).c_str(), m.trigger_time_ms,
              m.duration_ms, m.state_bytes, JsonQuote(m.mode).c_str(), m.alignment_ms, m.sync_ms, m.async_ms,
              m.channel_state_bytes, skipped_json_all.c_str(), m.sources_finished && m.channel_state_bytes == 0 ? "true" : "false");
     } else {
@@ -280,7 +306,8 @@ int CmdCheckpoints(const std::vector<std::string>& args) {
              m.sources_finished && m.channel_state_bytes == 0 ? " final" : "");
     }
   }
-  if (all.empty()) fprintf(stderr, "cairn: no completed checkpoints in %s\n", dir.c_str());
+  print_failed_before(std::numeric_limits<CheckpointId>::max());
+  if (all_completed.empty()) fprintf(stderr, "cairn: no completed checkpoints in %s\n", dir.c_str());
   return 0;
 }
 
