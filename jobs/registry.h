@@ -93,6 +93,11 @@ struct OperatorType {
   // and deletes uncommitted files; *moved counts the files set aside.
   std::function<Status(const OperatorConfig&, size_t* moved)> set_aside_output;
 
+  // Optional, for types that keep operator state (OperatorSnapshot::operator_state): those
+  // bytes as one line of text for `cairn state dump` (e.g. a sink's pending files); false when
+  // they do not decode (the dump then shows the bytes).
+  std::function<bool(std::string_view bytes, std::string* text)> describe_state;
+
   const ParamSpec* FindParam(std::string_view name) const;
 };
 

@@ -160,6 +160,7 @@ CAIRN_REGISTER_OPERATOR({
            "`to`. Request n depends only on the seed and n.",
     .create = MakeOperator<BankRequests>,
     .state = StridedPosition::Rule(),
+    .describe_state = StridedPosition::Describe,
 });
 
 CAIRN_REGISTER_OPERATOR({

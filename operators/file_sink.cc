@@ -94,6 +94,38 @@ bool DecodeWriter(std::string_view item, uint32_t* subtask, std::string* state) 
   return true;
 }
 
+// One writer's own state, for `cairn state dump`: "run=R next_seq=N pending=SEQ@CHECKPOINT,..."
+// (the part files written but not yet committed, each with the checkpoint that commits it).
+bool DescribeWriterState(std::string_view state, std::string* text) {
+  Decoder d(state);
+  std::string run;
+  uint64_t next_seq, npending;
+  if (!d.GetLengthPrefixed(&run) || !d.GetFixed64(&next_seq) || !d.GetFixed64(&npending)) return false;
+  *text = "run=" + run + " next_seq=" + std::to_string(next_seq) + " pending=";
+  for (uint64_t i = 0; i < npending; ++i) {
+    uint64_t seq, chk;
+    if (!d.GetFixed64(&seq) || !d.GetFixed64(&chk)) return false;
+    *text += (i ? "," : "") + std::to_string(seq) + "@" + std::to_string(chk);
+  }
+  if (npending == 0) *text += "none";
+  return d.done();
+}
+
+// The subtask's state, or the writers a rescale gave it: "writer S: <its state>; ...".
+bool DescribeFileSinkState(std::string_view bytes, std::string* text) {
+  if (!IsWriterList(bytes)) return DescribeWriterState(bytes, text);
+  std::vector<std::string> items;
+  if (!DecodeWriterList(bytes, &items)) return false;
+  text->clear();
+  for (const std::string& item : items) {
+    uint32_t subtask;
+    std::string state, one;
+    if (!DecodeWriter(item, &subtask, &state) || !DescribeWriterState(state, &one)) return false;
+    *text += (text->empty() ? "" : "; ") + std::string("writer ") + std::to_string(subtask) + ": " + one;
+  }
+  return true;
+}
+
 constexpr const char* kSupersededDir = "_superseded";
 // The union list state of every run id the sink's lineage has written under.
 constexpr const char* kRunsState = "runs";
@@ -495,6 +527,7 @@ CAIRN_REGISTER_OPERATOR({
     .preflight = FileSinkPreflight,
     .committed_output = FileSinkCommittedOutput,
     .set_aside_output = FileSinkSetAsideOutput,
+    .describe_state = DescribeFileSinkState,
 });
 
 }  // namespace cairn

@@ -112,6 +112,27 @@ bool DecodePosition(std::string_view bytes, uint64_t* pos, uint64_t* size, uint6
   return d.done();
 }
 
+// `cairn state dump`: "position=P size=S [skipped=K]" (the next byte to read of a file of S
+// bytes), or, restored from a rescaled checkpoint, "ranges=FROM-TO/SIZE,... [skipped=K]".
+bool DescribeFileSourceState(std::string_view bytes, std::string* text) {
+  uint64_t skipped = 0;
+  if (IsRangeList(bytes)) {
+    std::vector<ReadRange> ranges;
+    if (!DecodeRangeList(bytes, &ranges, &skipped)) return false;
+    *text = "ranges=";
+    for (size_t i = 0; i < ranges.size(); ++i)
+      *text += (i ? "," : "") + std::to_string(ranges[i].from) + "-" + std::to_string(ranges[i].to) + "/" +
+               std::to_string(ranges[i].size);
+    if (ranges.empty()) *text += "none";
+  } else {
+    uint64_t pos, size;
+    if (!DecodePosition(bytes, &pos, &size, &skipped)) return false;
+    *text = "position=" + std::to_string(pos) + " size=" + std::to_string(size);
+  }
+  if (skipped > 0) *text += " skipped=" + std::to_string(skipped);
+  return true;
+}
+
 struct SourceFormat {
   TextFormat format = TextFormat::kLines;
   bool header = false;
@@ -548,6 +569,7 @@ CAIRN_REGISTER_OPERATOR({
            "is part of the checkpoint.",
     .create = MakeOperator<FileSource>,
     .state = FileSourceStateRule(),
+    .describe_state = DescribeFileSourceState,
 });
 
 }  // namespace cairn

@@ -127,6 +127,7 @@ CAIRN_REGISTER_OPERATOR({
            "seed and n, so any parallelism and any restore produce the same text.",
     .create = MakeOperator<GeneratorSource>,
     .state = StridedPosition::Rule(),
+    .describe_state = StridedPosition::Describe,
 });
 
 }  // namespace cairn

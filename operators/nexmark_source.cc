@@ -166,6 +166,7 @@ CAIRN_REGISTER_OPERATOR({
            "same events, and `cairn generate nexmark` writes them as jsonl.",
     .create = MakeOperator<NexmarkSource>,
     .state = StridedPosition::Rule(),
+    .describe_state = StridedPosition::Describe,
 });
 
 }  // namespace cairn

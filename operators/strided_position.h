@@ -68,6 +68,24 @@ class StridedPosition {
   int64_t next() const { return next_; }
   void Advance() { next_ += step_; }
 
+  // `cairn state dump` (OperatorType::describe_state): "next=N" (the next item; the subtask's
+  // step is its parallelism) or, restored from a rescaled checkpoint, "progressions=N/S,...".
+  static bool Describe(std::string_view bytes, std::string* text) {
+    std::vector<Progression> list;
+    if (IsList(bytes)) {
+      if (!DecodeList(bytes, &list)) return false;
+      *text = "progressions=";
+      for (size_t i = 0; i < list.size(); ++i)
+        *text += (i ? "," : "") + std::to_string(list[i].next) + "/" + std::to_string(list[i].step);
+      return true;
+    }
+    Decoder d(bytes);
+    uint64_t next;
+    if (!d.GetFixed64(&next) || !d.done()) return false;
+    *text = "next=" + std::to_string(next);
+    return true;
+  }
+
   static OperatorStateRule Rule() {
     OperatorStateRule r;
     r.mode = StateRedistribution::kSplit;

@@ -266,6 +266,7 @@ class MetadataParser {
       if (h->operator_id.empty()) return LineError("subtask: empty operator id");
       return Status::OK();
     }
+    if (key == "type") return String(key, value, &h->operator_type);  // optional
     if (key == "index") return Unsigned32(key, value, &h->subtask);
     if (key == "parallelism") return Unsigned32(key, value, &h->parallelism);
     if (key == "key_groups") {
@@ -378,6 +379,7 @@ std::string EncodeMetadata(const CheckpointMetadata& m) {
     if (h.records_skipped >= 0) out += " records_skipped=" + std::to_string(h.records_skipped);
     if (h.records_late >= 0) out += " records_late=" + std::to_string(h.records_late);
     if (!h.list_state_file.empty()) out += " list_state=" + Escape(h.list_state_file);
+    if (!h.operator_type.empty()) out += " type=" + Escape(h.operator_type);
     out += '\n';
   }
   char crc[32];

@@ -23,6 +23,9 @@ namespace cairn {
 
 struct SubtaskStateHandle {
   std::string operator_id;
+  // The operator's type (`type:` in the job), so that `cairn state dump` can have it decode its
+  // operator state; "" in checkpoints taken before Cairn recorded it (optional attribute).
+  std::string operator_type;
   uint32_t subtask = 0;
   uint32_t parallelism = 1;
   KeyGroupRange key_groups;

@@ -54,6 +54,7 @@ CheckpointMetadata Sample() {
   b.keyed_dir = "-";
   SubtaskStateHandle c;
   c.operator_id = "sink=ü\n";
+  c.operator_type = "file_sink";
   c.operator_state_file = "sink-0/operator.state";
   c.channel_state_file = "sink-0/channel.state";
   c.list_state_file = "sink-0/list.state";
@@ -79,6 +80,7 @@ void ExpectSame(const CheckpointMetadata& x, const CheckpointMetadata& y) {
     const SubtaskStateHandle& a = x.subtasks[i];
     const SubtaskStateHandle& b = y.subtasks[i];
     EXPECT_EQ(a.operator_id, b.operator_id);
+    EXPECT_EQ(a.operator_type, b.operator_type);
     EXPECT_EQ(a.subtask, b.subtask);
     EXPECT_EQ(a.parallelism, b.parallelism);
     EXPECT_EQ(a.key_groups, b.key_groups);

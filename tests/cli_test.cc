@@ -189,6 +189,35 @@ TEST_F(WordCountRun, QuietLeavesOnlyTheSummaryAndSaysWhatWasRestored) {
   EXPECT_THAT(loud.err, HasSubstr("cairn: restored checkpoint " + std::to_string(last) + " ("));
 }
 
+TEST_F(WordCountRun, StateDumpDecodesOperatorStateByTheOperatorsType) {
+  // The final checkpoint: each source subtask read its byte range of the input to the end; each
+  // sink subtask's state names its run and next part file.
+  const std::string chk = ck() + "/chk-" + std::to_string(*CompletedIds().rbegin());
+  RunResult text = RunCairn({"state", "dump", chk});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const std::string size = std::to_string(std::filesystem::file_size(input()));
+  int sources = 0, sinks = 0;
+  for (const std::string& line : Lines(text.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, std::regex("source\t([01])\toperator_state\t16 bytes\tposition=([0-9]+) size=([0-9]+)"))) {
+      ++sources;
+      EXPECT_EQ(m[3].str(), size) << line;
+      EXPECT_LE(std::stoull(m[2].str()), std::stoull(size)) << line;
+    } else if (std::regex_match(line, std::regex("sink\t[01]\toperator_state\t[0-9]+ bytes\trun=[0-9a-z-]+ next_seq=[0-9]+ "
+                                                "pending=(none|[0-9]+@[0-9]+(,[0-9]+@[0-9]+)*)"))) {
+      ++sinks;
+    } else {
+      EXPECT_THAT(line, ::testing::Not(HasSubstr("operator_state"))) << "not decoded";
+    }
+  }
+  EXPECT_EQ(sources, 2) << text.out;
+  EXPECT_EQ(sinks, 2) << text.out;
+  RunResult json = RunCairn({"state", "dump", chk, "--operator", "source", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, ::testing::ContainsRegex("\"operator_state_bytes\":16,\"operator_state\":\"0x[0-9a-f]+\","
+                                                 "\"decoded\":\"position=[0-9]+ size=" + size + "\"}"));
+}
+
 TEST_F(WordCountRun, RestoreIntoADifferentMaxParallelismFailsAndChangesNothing) {
   const auto before = Trees();
   RunResult r = RunCairn(RunArgs({"--restore", "latest", "--set", "max_parallelism=64"}));

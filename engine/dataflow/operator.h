@@ -61,6 +61,7 @@ class OperatorStateStore;
 
 struct OperatorContext {
   std::string operator_id;
+  std::string operator_type;                         // its `type:` (recorded in checkpoints)
   std::string job_name;
   uint32_t subtask = 0;
   uint32_t parallelism = 1;

@@ -45,6 +45,7 @@ Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, cons
         ChainedOperator c;
         c.op = type->create(oc);
         c.ctx.operator_id = oc.id;
+        c.ctx.operator_type = oc.type;
         c.ctx.job_name = spec.name;
         c.ctx.subtask = i;
         c.ctx.parallelism = oc.parallelism;

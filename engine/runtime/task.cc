@@ -352,6 +352,7 @@ void Task::SnapshotChain(const Barrier& b, PersistJob* job) {
   for (auto& c : chain_) {
     SnapshotPart part;
     part.handle.operator_id = c.ctx.operator_id;
+    part.handle.operator_type = c.ctx.operator_type;
     part.handle.subtask = c.ctx.subtask;
     part.handle.parallelism = c.ctx.parallelism;
     part.handle.key_groups = c.ctx.key_groups;

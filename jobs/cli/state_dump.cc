@@ -5,6 +5,7 @@
 
 #include "engine/checkpoint/checkpoint_messages.h"
 #include "engine/base/file_util.h"
+#include "jobs/registry.h"
 #include "state/checkpoint_layout.h"
 #include "state/checkpoint_store.h"
 #include "state/keyed_state_api.h"
@@ -113,18 +114,22 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
       CAIRN_RETURN_IF_ERROR(s);
     }
     if (!h.operator_state_file.empty()) {
-      // Operator (non-keyed) state: source positions, a sink's pending files, ... The
-      // checkpoint does not record the operator's type, so its bytes are shown as they are,
-      // with their length.
+      // Operator (non-keyed) state: source positions, a sink's pending files, ... decoded by
+      // the operator's type (recorded in the checkpoint) where it has a describe_state; its
+      // bytes, with their length, otherwise.
       std::string file = InCheckpoint(cp.path, h.operator_state_file);
       std::string bytes;
       CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(file, &bytes));
       const std::string hex = FormatValue("", bytes, false);
+      const OperatorType* type = h.operator_type.empty() ? nullptr : FindOperatorType(h.operator_type);
+      std::string decoded;
+      const bool has_text = type != nullptr && type->describe_state && type->describe_state(bytes, &decoded);
       if (json) {
-        fprintf(out, "%s,\"operator_state_bytes\":%zu,\"operator_state\":%s}\n", prefix.c_str(), bytes.size(),
-                JsonQuote(hex).c_str());
+        fprintf(out, "%s,\"operator_state_bytes\":%zu,\"operator_state\":%s%s}\n", prefix.c_str(), bytes.size(),
+                JsonQuote(hex).c_str(), has_text ? (",\"decoded\":" + JsonQuote(decoded)).c_str() : "");
       } else {
-        fprintf(out, "%s\toperator_state\t%zu bytes\t%s\n", prefix.c_str(), bytes.size(), hex.c_str());
+        fprintf(out, "%s\toperator_state\t%zu bytes\t%s\n", prefix.c_str(), bytes.size(),
+                has_text ? decoded.c_str() : hex.c_str());
       }
     }
     if (!h.list_state_file.empty()) {
