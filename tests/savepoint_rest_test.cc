@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,7 +50,7 @@ class SavepointRestTest : public ::testing::Test {
   std::string out() const { return dir_ / "out"; }
 
   std::vector<std::string> JobArgs(std::vector<std::string> extra) const {
-    std::vector<std::string> args = {"run", SourceDir() + "/jobs/wordcount.yaml", "--quiet",
+    std::vector<std::string> args = {"run", job_yaml_, "--quiet",
                                      "--set", "operators.source.path=" + input(),
                                      "--set", "operators.sink.path=" + out(),
                                      "--set", "checkpoint.dir=" + ck(),
@@ -122,6 +123,7 @@ class SavepointRestTest : public ::testing::Test {
   }
 
   ScratchDir dir_;
+  std::string job_yaml_ = SourceDir() + "/jobs/wordcount.yaml";
   std::unique_ptr<CairnProcess> job_;
   std::unique_ptr<httplib::Client> client_;
   int port_ = 0;
@@ -185,6 +187,37 @@ TEST_F(SavepointRestTest, SavepointStopAndRestoreAtAnotherParallelismIsExactlyOn
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_THAT(resumed.out, HasSubstr("restored from checkpoint"));
   ExpectExactlyOnce(out(), ExpectedCounts(input()));
+}
+
+// The backpressure job: its throttle (a FlowControlled operator, its own task) passes 5000
+// records/s, far below what the count chain produces from the unpaced source, so the channels
+// into it fill and the count chain waits on them: the API and the metrics show the time it is
+// blocked. (200000 words: more than the channels between them hold, 2 x 16 batches.)
+TEST_F(SavepointRestTest, BackpressureShowsOnTheTaskBlockedByASlowOperator) {
+  job_yaml_ = SourceDir() + "/jobs/wordcount-backpressure.yaml";
+  StartJob({"--set", "operators.source.rate=0", "--set", "operators.throttle.rate=5000"});
+  // Upstream of it the source chain may wait on the count in turn; the count must.
+  std::set<std::string> blocked;
+  ASSERT_TRUE(PollUntil([&] {
+    json job = Get("/api/job");
+    if (!job.is_object()) return false;
+    for (const json& op : job["operators"])
+      for (const json& st : op["subtasks"])
+        if (st["backpressured_time_ms_per_second"].get<double>() > 0) blocked.insert(op["id"].get<std::string>());
+    return blocked.count("count") > 0;
+  })) << "the count never backpressured";
+  for (const std::string& op : blocked) EXPECT_NE(op.rfind("throttle", 0), 0u) << "the throttle's own task has room";
+  auto metrics = client_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::string body = metrics->body;
+  const std::regex count_bp("cairn_backpressured_seconds_total\\{operator=\"count\",subtask=\"[01]\"\\} ([0-9.e+-]+)");
+  double total = 0;
+  int lines = 0;
+  for (std::sregex_iterator it(body.begin(), body.end(), count_bp); it != std::sregex_iterator(); ++it, ++lines)
+    total += std::stod((*it)[1].str());
+  EXPECT_EQ(lines, 2) << body;
+  EXPECT_GT(total, 0) << body;
+  job_->Kill();
 }
 
 TEST_F(SavepointRestTest, BadRequestsGetJsonErrorsAndDrainStopsWithAFinalSavepoint) {
