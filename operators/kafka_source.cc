@@ -16,6 +16,10 @@
 // start; a partition is done once its next offset reaches it (a transaction marker at the end is
 // skipped with the end-of-partition event), and the subtask ends when all its partitions are.
 //
+// Event time (`watermark:`) is tracked per partition (SplitSource): the subtask's watermark is
+// the minimum over its partitions that are not idle, so a partition read behind the others
+// holds it back instead of having its records come late.
+//
 // `group` (optional): after each completed checkpoint the offsets it stored are committed to the
 // group, for monitoring only (as Flink does); the job never reads them back but with
 // `start: committed` on a fresh start.
@@ -79,7 +83,7 @@ const std::vector<Field>& MetadataFields() {
   return f;
 }
 
-class KafkaSource final : public SourceOperator, public SkippedRecords {
+class KafkaSource final : public SourceOperator, public SkippedRecords, public SplitSource {
  public:
   explicit KafkaSource(const OperatorConfig& c)
       : config_(c),
@@ -242,6 +246,14 @@ class KafkaSource final : public SourceOperator, public SkippedRecords {
 
   bool counts_skipped() const override { return skip_errors_; }
   uint64_t records_skipped() const override { return skipped_; }
+
+  // Per-partition watermarks: each partition read and not at its end (stop_at: latest).
+  int split_field() const override { return static_cast<int>(value_fields_); }  // _partition
+  void ActiveSplits(std::vector<int64_t>* out) const override {
+    out->clear();
+    for (const PartitionPosition& p : owned_)
+      if (!Done(p)) out->push_back(p.partition);
+  }
 
  private:
   Status PartitionCount(int64_t* count) {

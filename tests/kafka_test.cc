@@ -5,6 +5,7 @@
 // 2 -> 3 -> 1, a broker down and up mid-run and injected Fetch, ListOffsets and OffsetCommit
 // errors, each giving the exactly-once counts. Kills and broker changes follow observed
 // completed checkpoints, never a clock.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -295,6 +296,72 @@ TEST(KafkaSource, InjectedFetchListOffsetsAndCommitErrorsAreRetried) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectExactlyOnce(wc.dir / "out", ExpectedCounts(wc.input));
   (void)kApiProduce;
+}
+
+// Event time per partition. Each of two partitions holds events 0, 10, ..., 19990 ms in order;
+// one subtask reads both, and the consumer hands it whole runs of one partition before the
+// other's. A subtask-wide watermark would pass the second partition's events while the first is
+// read ahead, dropping them as late; per partition, the watermark is the minimum of the two, so
+// with max_out_of_orderness 0 no record is ever late, whatever the interleaving.
+std::string WindowJob(const ScratchDir& dir, const std::string& brokers, const std::string& stop_at,
+                      const std::string& watermark) {
+  const std::string path = dir / "windows.yaml";
+  WriteText(path,
+            "job: kafka-windows\n"
+            "parallelism: 1\n"
+            "checkpoint: {interval: 100ms, dir: " + dir.path() + "/ck}\n"
+            "operators:\n"
+            "  - id: source\n"
+            "    type: kafka_source\n"
+            "    brokers: '" + brokers + "'\n"
+            "    topic: events\n"
+            "    stop_at: " + stop_at + "\n"
+            "    format: jsonl\n"
+            "    schema: {ts: int64}\n"
+            "    watermark: " + watermark + "\n"
+            "  - {id: window, type: window, time: ts, kind: tumble, size: 1s, aggregates: {n: 'count(*)'}, "
+            "inputs: [source]}\n"
+            "  - {id: sink, type: file_sink, path: " + dir.path() + "/out, format: jsonl, inputs: [window]}\n");
+  return path;
+}
+
+// Writes events 0, 10, ..., (n - 1) * 10 ms, one jsonl record per line.
+std::string EventsFile(const ScratchDir& dir, const std::string& name, int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i) text += "{\"ts\": " + std::to_string(i * 10) + "}\n";
+  WriteText(dir / name, text);
+  return dir / name;
+}
+
+TEST(KafkaSource, WatermarksPerPartitionLeaveNoRecordLateWhenOnePartitionIsReadAhead) {
+  ScratchDir dir;
+  MockKafka kafka(1, "events", 2);
+  const std::string events = EventsFile(dir, "events.jsonl", 2000);
+  kafka.ProduceLines(events, 0, 1);
+  kafka.ProduceLines(events, 1, 1);
+  RunResult r = RunCairn({"run", WindowJob(dir, kafka.bootstraps(), "latest", "{field: ts, max_out_of_orderness: 0ms}"),
+                          "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("records late    0 ")) << r.out;
+  // 20 one-second windows of 100 events from each partition.
+  const std::vector<std::string> lines = CommittedLines(dir / "out");
+  EXPECT_EQ(lines.size(), 20u);
+  for (const std::string& l : lines) EXPECT_NE(l.find("\"n\":200"), std::string::npos) << l;
+}
+
+// An empty partition holds the watermark back until it is idle for idle_timeout; then the other
+// partition's windows fire while the unbounded job runs (without idle_timeout none would ever).
+TEST(KafkaSource, AnIdlePartitionDoesNotHoldTheWatermarkBack) {
+  ScratchDir dir;
+  MockKafka kafka(1, "events", 2);
+  kafka.ProduceLines(EventsFile(dir, "events.jsonl", 2000), 0, 1);
+  const std::string job =
+      WindowJob(dir, kafka.bootstraps(), "none", "{field: ts, max_out_of_orderness: 0ms, idle_timeout: 200ms}");
+  // Windows [0 s, 1 s) .. [18 s, 19 s) close (the watermark reaches 19989 ms); [19 s, 20 s) not.
+  RunUntilCommittedLines({"run", job, "--quiet"}, dir.path(), dir / "out", 19);
+  const std::vector<std::string> lines = CommittedLines(dir / "out");
+  EXPECT_EQ(lines.size(), 19u);
+  for (const std::string& l : lines) EXPECT_NE(l.find("\"n\":100"), std::string::npos) << l;
 }
 
 TEST(KafkaSource, UnknownTopicAndBadParametersAreBadInput) {

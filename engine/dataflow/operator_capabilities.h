@@ -76,4 +76,21 @@ class LateRecords {
   virtual uint64_t records_late() const = 0;
 };
 
+// SplitSource is a source whose records come from several splits (a Kafka topic's partitions)
+// that each advance in event time on their own. With `watermark:` the task then keeps one
+// watermark per split and emits their minimum, leaving out splits idle for idle_timeout
+// (Flink's per-split watermarks): a split behind the others holds the watermark back, so its
+// records are not late, and an idle one does not (engine/runtime/source_watermarks.h).
+//
+// Contract: split_field is asked once, after Open; ActiveSplits after each Poll.
+class SplitSource {
+ public:
+  virtual ~SplitSource() = default;
+  // The index of the int64 field (of the records it emits) that names each record's split.
+  virtual int split_field() const = 0;
+  // Sets *out to the splits this subtask reads now: each holds the watermark back until it has
+  // records or goes idle; a split no longer listed (read to its end) no longer counts.
+  virtual void ActiveSplits(std::vector<int64_t>* out) const = 0;
+};
+
 }  // namespace cairn

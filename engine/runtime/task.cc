@@ -314,38 +314,28 @@ Clock::time_point Task::ParkDeadline(Clock::time_point deadline) {
       deadline = std::min(deadline, Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, next - now)));
     }
   }
-  const SourceWatermarks& w = chain_.front().watermarks;
-  if (source_ != nullptr && w.enabled && w.idle_timeout_ms > 0 && !out_idle_ &&
-      last_record_at_ != Clock::time_point{})
-    deadline = std::min(deadline, last_record_at_ + std::chrono::milliseconds(w.idle_timeout_ms));
+  if (source_ != nullptr && watermarks_.enabled() && !out_idle_)
+    deadline = std::min(deadline, watermarks_.NextIdleDeadline(Clock::now()));
   return deadline;
 }
 
 void Task::NoteEventTimes(const RecordBatch& batch) {
-  const SourceWatermarks& w = chain_.front().watermarks;
-  if (!w.enabled) return;
-  if (w.idle_timeout_ms > 0) last_record_at_ = Clock::now();
-  const size_t f = static_cast<size_t>(w.field);
-  int64_t max = max_event_time_;
-  for (size_t i = 0; i < batch.size(); ++i)
-    if (!batch.IsNull(i, f)) max = std::max(max, batch.GetInt64(i, f));
-  max_event_time_ = max;
+  if (watermarks_.enabled()) watermarks_.OnRecords(batch, Clock::now());
 }
 
 bool Task::EmitSourceWatermark() {
-  const SourceWatermarks& w = chain_.front().watermarks;
-  if (!w.enabled || max_event_time_ == kMinWatermark) return true;
-  // max - max_out_of_orderness - 1, saturating.
-  const int64_t lag = w.max_out_of_orderness_ms + 1;
-  const int64_t wm = max_event_time_ < kMinWatermark + lag ? kMinWatermark : max_event_time_ - lag;
-  return wm > out_watermark_ ? ProcessWatermarkChain(1, wm) : true;
+  if (!watermarks_.enabled()) return true;
+  const SourceWatermarkGenerator::Current c = watermarks_.Now(Clock::now());
+  if (c.idle) return ForwardIdle(true);  // the records were the last of every split it reads
+  return c.watermark > out_watermark_ ? ProcessWatermarkChain(1, c.watermark) : true;
 }
 
 bool Task::CheckSourceIdle() {
-  const SourceWatermarks& w = chain_.front().watermarks;
-  if (!w.enabled || w.idle_timeout_ms == 0 || out_idle_ || last_record_at_ == Clock::time_point{}) return true;
-  if (Clock::now() - last_record_at_ < std::chrono::milliseconds(w.idle_timeout_ms)) return true;
-  return ForwardIdle(true);
+  if (!watermarks_.enabled()) return true;
+  // Without records: every split may have gone idle, or one that held the others back.
+  const SourceWatermarkGenerator::Current c = watermarks_.Now(Clock::now());
+  if (c.idle) return out_idle_ ? true : ForwardIdle(true);
+  return c.watermark > out_watermark_ && !out_idle_ ? ProcessWatermarkChain(1, c.watermark) : true;
 }
 
 void Task::SnapshotChain(const Barrier& b, PersistJob* job) {
@@ -464,7 +454,8 @@ bool Task::LoadRestoredChannels() {
 void Task::RunSource() {
   RecordBatch& batch = buffers_[0];
   bool exhausted = false;
-  last_record_at_ = Clock::now();  // idle_timeout counts from the start too
+  // After Open: a SplitSource knows its splits. idle_timeout counts from the start too.
+  watermarks_.Start(chain_.front().watermarks, dynamic_cast<const SplitSource*>(chain_.front().op.get()), Clock::now());
   while (true) {
     if (!HandleControl()) return;
     if (terminated_) {

@@ -25,6 +25,7 @@
 #include "engine/dataflow/output_gate.h"
 #include "engine/base/parker.h"
 #include "engine/runtime/keyed_timer_service.h"
+#include "engine/runtime/source_watermarks.h"
 #include "state/keyed_state.h"
 #include "state/operator_list_state.h"
 #include "state/state_backend.h"
@@ -42,17 +43,6 @@ class TaskListener {
   virtual ~TaskListener() = default;
   virtual void SourceFinished(int task) = 0;
   virtual void TaskFailed(int task, const Status& s) = 0;
-};
-
-// How a source task makes watermarks (a source's `watermark:`, docs/configuration.md): after
-// each batch whose largest event time (field `field`, int64 ms) passed the largest so far, the
-// watermark max - max_out_of_orderness - 1 ms (Flink's BoundedOutOfOrderness); after
-// idle_timeout without a record, an idle watermark; at the end of input, the final watermark.
-struct SourceWatermarks {
-  bool enabled = false;
-  int field = -1;
-  int64_t max_out_of_orderness_ms = 0;
-  int64_t idle_timeout_ms = 0;  // 0: never idle
 };
 
 // One operator of the chain, with its subtask's state.
@@ -189,8 +179,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   int64_t out_watermark_ = kMinWatermark;  // the last watermark sent downstream
   std::atomic<int64_t> watermark_view_{kMinWatermark};  // out_watermark_, for observers
   bool out_idle_ = false;                  // an idle watermark was sent last
-  int64_t max_event_time_ = kMinWatermark; // a source with watermarks: the largest event time seen
-  Clock::time_point last_record_at_{};     // a source with an idle_timeout: its last record
+  SourceWatermarkGenerator watermarks_;    // a source with `watermark:`
   bool has_timers_ = false;                // some chained operator has processing-time timers
 };
 
