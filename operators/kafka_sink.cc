@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "engine/base/coding.h"
+#include "engine/expr/expr.h"
 #include "engine/format/record_writer.h"
 #include "jobs/registry.h"
 #include "operators/kafka_client.h"
@@ -94,12 +95,22 @@ void Trace(uint32_t subtask, const char* call, const std::string& id, uint64_t c
   close(fd);
 }
 
+// `key` over the sink's input: an expression (engine/expr/expr.h) of any type but NULL; a bare
+// field name is one.
+Status CompileKey(const OperatorConfig& c, const SchemaRef& input, std::unique_ptr<ExprProgram>* out) {
+  const std::string place = c.Where("key") + ": operator '" + c.id + "' (type kafka_sink): key";
+  auto p = std::make_unique<ExprProgram>(input);
+  CAIRN_RETURN_IF_ERROR(p->Add(c.GetString("key"), place));
+  if (p->type(0).null_literal) return Status::InvalidArgument(place + ", column 1: key must not be the NULL literal");
+  *out = std::move(p);
+  return Status::OK();
+}
+
 class KafkaSink final : public Operator {
  public:
   explicit KafkaSink(const OperatorConfig& c)
       : config_(c),
         topic_(c.GetString("topic")),
-        key_field_(c.GetString("key")),
         delivery_(DeliveryOf(c.GetString("delivery"))),
         prefix_(c.GetString("transactional_id_prefix")) {
     (void)ParseTextFormat(c.GetString("format"), &writer_.format);
@@ -113,7 +124,10 @@ class KafkaSink final : public Operator {
     parallelism_ = ctx.parallelism;
     what_ = "operator " + ctx.operator_id + " (kafka_sink, subtask " + std::to_string(ctx.subtask) + ")";
     if (prefix_.empty()) prefix_ = "cairn-" + ctx.job_name + "-" + ctx.operator_id;
-    if (!key_field_.empty()) key_index_ = ctx.input_schemas[0]->IndexOf(key_field_);
+    if (!config_.GetString("key").empty()) {
+      CAIRN_RETURN_IF_ERROR(CompileKey(config_, ctx.input_schemas[0], &key_));
+      key_type_ = key_->type(0).type;
+    }
     if (delivery_ != Delivery::kExactlyOnce) {
       std::vector<std::pair<std::string, std::string>> defaults = {{"log_level", "4"}};
       if (delivery_ == Delivery::kAtLeastOnce) defaults.push_back({"enable.idempotence", "true"});
@@ -153,17 +167,18 @@ class KafkaSink final : public Operator {
     if (!error_.ok()) return error_;
     if (delivery_ == Delivery::kExactlyOnce && current_ == nullptr) CAIRN_RETURN_IF_ERROR(BeginTransaction());
     rd_kafka_t* rk = delivery_ == Delivery::kExactlyOnce ? current_->rk.get() : producer_.get();
+    if (key_ != nullptr) key_->Evaluate(in);
     for (size_t i = 0; i < in.size(); ++i) {
       value_.clear();
       AppendRecord(writer_, in, i, &scratch_, &value_);
       if (!value_.empty() && value_.back() == '\n') value_.pop_back();
-      const bool has_key = key_index_ >= 0 && !in.IsNull(i, static_cast<size_t>(key_index_));
-      key_.clear();
-      if (has_key) KeyText(in, i, &key_);
-      CAIRN_RETURN_IF_ERROR(Produce(rk, has_key, key_, value_));
+      const bool has_key = key_ != nullptr && !key_->result(0).null[i];
+      key_text_.clear();
+      if (has_key) KeyText(i, &key_text_);
+      CAIRN_RETURN_IF_ERROR(Produce(rk, has_key, key_text_, value_));
       if (delivery_ == Delivery::kExactlyOnce) {
         current_->records.push_back(has_key ? '\1' : '\0');
-        PutLengthPrefixed(&current_->records, key_);
+        PutLengthPrefixed(&current_->records, key_text_);
         PutLengthPrefixed(&current_->records, value_);
         ++current_->count;
       }
@@ -418,23 +433,25 @@ class KafkaSink final : public Operator {
     return Status::OK();
   }
 
-  void KeyText(const RecordBatch& in, size_t row, std::string* out) const {
-    const size_t f = static_cast<size_t>(key_index_);
-    switch (in.type(f)) {
+  // Row `row` of the key column (not null) as text: strings as they are, numbers in decimal
+  // (timestamps as ms since the epoch), booleans as true/false.
+  void KeyText(size_t row, std::string* out) const {
+    const ExprColumn& k = key_->result(0);
+    switch (key_type_) {
       case FieldType::kString:
       case FieldType::kBytes:
-        out->assign(in.GetString(row, f));
+        out->assign(k.s[row]);
         break;
       case FieldType::kInt64:
       case FieldType::kTimestamp:
-        *out = std::to_string(in.GetInt64(row, f));
+        *out = std::to_string(k.i[row]);
         break;
       case FieldType::kBool:
-        *out = in.GetBool(row, f) ? "true" : "false";
+        *out = k.i[row] ? "true" : "false";
         break;
       case FieldType::kDouble: {
         char buf[32];
-        snprintf(buf, sizeof buf, "%.17g", in.GetDouble(row, f));
+        snprintf(buf, sizeof buf, "%.17g", k.d[row]);
         *out = buf;
         break;
       }
@@ -454,7 +471,6 @@ class KafkaSink final : public Operator {
 
   const OperatorConfig config_;
   const std::string topic_;
-  const std::string key_field_;
   const Delivery delivery_;
   std::string prefix_;
   RecordWriterOptions writer_;
@@ -463,8 +479,9 @@ class KafkaSink final : public Operator {
   uint32_t subtask_ = 0;
   int64_t parallelism_ = 1;
   int64_t known_parallelism_ = 1;
-  int key_index_ = -1;
-  std::string key_, value_, scratch_;
+  std::unique_ptr<ExprProgram> key_;  // `key`, when given
+  FieldType key_type_ = FieldType::kString;
+  std::string key_text_, value_, scratch_;
   KafkaHandle producer_;                             // none, at_least_once
   std::unique_ptr<Transaction> current_;             // exactly_once: the open transaction
   std::vector<std::unique_ptr<Transaction>> pending_;  // prepared, by checkpoint
@@ -488,12 +505,11 @@ Status KafkaSinkSchema(const OperatorConfig& c, const std::vector<SchemaRef>& in
   if (c.GetString("brokers").empty())
     return Status::InvalidArgument(c.Where("brokers") + ": " + what + ": brokers is empty");
   if (c.GetString("topic").empty()) return Status::InvalidArgument(c.Where("topic") + ": " + what + ": topic is empty");
-  const std::string& key = c.GetString("key");
-  if (!key.empty())
-    for (const SchemaRef& in : inputs)
-      if (in != nullptr && in->IndexOf(key) < 0)
-        return Status::InvalidArgument(c.Where("key") + ": " + what + ": key '" + key +
-                                       "' is not a field of its input, which carries " + in->ToString());
+  if (!c.GetString("key").empty())
+    for (const SchemaRef& in : inputs) {
+      std::unique_ptr<ExprProgram> key;
+      if (in != nullptr) CAIRN_RETURN_IF_ERROR(CompileKey(c, in, &key));
+    }
   return Status::OK();
 }
 
@@ -512,7 +528,8 @@ CAIRN_REGISTER_OPERATOR({
         {.name = "delimiter", .type = ParamType::kString, .default_value = ",",
          .doc = "csv: the field delimiter, one character"},
         {.name = "key", .type = ParamType::kString, .default_value = "",
-         .doc = "a field of the input whose value (as text) is the Kafka key; empty: records have no key"},
+         .doc = "an expression over the input (a field name is one, e.g. `word`, or `user || '-' || CAST(id AS string)`) whose value, "
+                "as text, is each record's Kafka key (NULL: no key); empty: records have no key"},
         {.name = "delivery", .type = ParamType::kString, .default_value = "exactly_once",
          .doc = "`exactly_once` (a transaction per subtask per checkpoint, committed when the checkpoint completes), "
                 "`at_least_once` (every snapshot waits for all acknowledgements) or `none`"},

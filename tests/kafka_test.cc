@@ -452,7 +452,10 @@ std::vector<TraceLine> ReadTrace(const std::string& path) {
 
 // Every record of `topic` from the beginning: "key TAB value" is not needed, the value
 // (word TAB count) is what the word count writes.
-std::vector<std::string> ConsumeAll(const std::string& bootstraps, const std::string& topic, int partitions) {
+// Every record's value, from the start of each partition; with `keys`, each record's key too
+// ("<none>" for a record without one).
+std::vector<std::string> ConsumeAll(const std::string& bootstraps, const std::string& topic, int partitions,
+                                    std::vector<std::string>* keys = nullptr) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps.c_str(), err, sizeof(err));
@@ -470,7 +473,11 @@ std::vector<std::string> ConsumeAll(const std::string& bootstraps, const std::st
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 1000);
     if (m == nullptr) continue;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) ++eof;
-    else if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) values.emplace_back(static_cast<const char*>(m->payload), m->len);
+    else if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      values.emplace_back(static_cast<const char*>(m->payload), m->len);
+      if (keys != nullptr)
+        keys->push_back(m->key == nullptr ? "<none>" : std::string(static_cast<const char*>(m->key), m->key_len));
+    }
     rd_kafka_message_destroy(m);
   }
   rd_kafka_consumer_close(rk);
@@ -662,6 +669,27 @@ TEST(KafkaSink, InjectedTransactionRequestErrorsAreRetried) {
       EXPECT_EQ(commits[std::make_pair(t.id, t.checkpoint)], 1) << t.id << " " << t.checkpoint;
     }
   }
+}
+
+// `key`: an expression over the sink's input, its value as text; a bad one is exit 2 naming it.
+TEST(KafkaSink, KeyIsAnExpressionOfTheRecord) {
+  KafkaToKafka j(5000);
+  RunResult r = RunCairn(ResumeArgs(j.Args({"operators.sink.delivery=at_least_once",
+                                            "operators.sink.key=word || ':' || CAST(count * 2 AS string)"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> keys;
+  const std::vector<std::string> values = ConsumeAll(j.kafka->bootstraps(), "counts", 3, &keys);
+  ASSERT_EQ(keys.size(), values.size());
+  ASSERT_FALSE(values.empty());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const size_t tab = values[i].find('\t');
+    ASSERT_NE(tab, std::string::npos) << values[i];
+    EXPECT_EQ(keys[i], values[i].substr(0, tab) + ":" + std::to_string(2 * std::stoll(values[i].substr(tab + 1))));
+  }
+  RunResult bad = RunCairn(j.Args({"operators.sink.key=nosuch + 1"}));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--set operators.sink.key: operator 'sink' (type kafka_sink): key, column 1: "), std::string::npos)
+      << bad.err;
 }
 
 TEST(KafkaSink, AtLeastOnceAndNoneDeliverEveryRecord) {
