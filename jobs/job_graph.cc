@@ -51,6 +51,14 @@ Status CheckOperatorEdges(const OperatorConfig& op, const OperatorPlaces& at,
     if (input_type.role == OperatorRole::kSink)
       return ErrorAt(place, what + " has input '" + in + "', which is a sink (type " + input_type.name +
                                 ") and emits nothing");
+    if (op.Rebalanced(k)) {
+      if (op.keyed() || t.keyed)
+        return ErrorAt(place, what + " reads input '" + in + "' with partition: rebalance, but it is keyed (type " +
+                                  t.name + (op.key_by.empty() ? "" : ", key_by " + op.KeyByText()) +
+                                  "): each key must reach the subtask that owns it; a load-balanced edge hands "
+                                  "every batch to whichever subtask is free. Drop partition: rebalance");
+      continue;  // any parallelism on either side
+    }
     if (!op.keyed() && !t.keyed && input.parallelism != op.parallelism)
       return ErrorAt(place, what + " has parallelism " + std::to_string(op.parallelism) + " but its input '" + in +
                                 "' has " + std::to_string(input.parallelism) + "; add key_by or make them equal");

@@ -163,7 +163,13 @@ class CheckpointCoordinator {
     SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;
     std::vector<SubtaskStateHandle> handles;
     std::vector<SavepointRequest> savepoints;  // taken with this checkpoint
+    // Load-balanced edge -> (items sent before the producers' snapshots, items of an older
+    // colour received by the consumers), summed over the acknowledgements.
+    std::map<std::string, std::pair<uint64_t, uint64_t>> rebalance;
   };
+  // Mattern's termination: "" when every load-balanced edge received what was sent before the
+  // snapshots; otherwise what does not add up.
+  static std::string RebalanceMismatch(const Pending& p);
   struct Event {
     enum class Kind { kAck, kSourceFinished, kSavepoint } kind;
     TaskAck ack;

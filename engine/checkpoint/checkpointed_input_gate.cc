@@ -49,6 +49,7 @@ GateEvent CheckpointedInputGate::TakeStash() {
   ev.slot = slot;
   ev.input_index = gate_.inputs()[slot].input_index;
   ev.channel = gate_.inputs()[slot].channel;
+  ev.rebalance = gate_.rebalance(slot);
   ev.batch = gate_.TakeStash();
   return ev;
 }
@@ -78,7 +79,16 @@ GateEvent CheckpointedInputGate::Poll() {
       case InputGate::Read::kBatch:
         return TakeStash();
       case InputGate::Read::kBarrier:
-        ev = Checkpoint(handler_.OnBarrier(slot, barrier));
+        if (gate_.rebalance(slot) != nullptr && barrier.mode == CheckpointMode::kUnaligned) {
+          // A load-balanced edge's barrier of an unaligned checkpoint: as if it overtook the data.
+          PriorityEvent pe;
+          pe.kind = PriorityEvent::Kind::kUnalignedBarrier;
+          pe.barrier = barrier;
+          pe.position = gate_.consumed(slot);
+          ev = Checkpoint(handler_.OnPriorityEvent(slot, pe));
+        } else {
+          ev = Checkpoint(handler_.OnBarrier(slot, barrier));
+        }
         break;
       case InputGate::Read::kWatermark:
         ev.kind = GateEvent::Kind::kWatermark;

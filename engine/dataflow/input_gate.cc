@@ -16,9 +16,99 @@ bool InputGate::HasWork() const {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (inputs_[i].channel->HasPriority()) return true;
     const ChannelState& s = state_[i];
-    if (!s.blocked && !s.end_of_stream && (!s.overflow.empty() || inputs_[i].channel->HasData())) return true;
+    if (s.blocked || s.end_of_stream) continue;
+    if (RebalanceQueue* q = inputs_[i].rebalance) {
+      if (s.held != nullptr || q->HasData()) return true;
+      const RebalanceQueue::View v = q->Look();
+      Barrier b;
+      if (IdleRebalanceBarrier(i, v, &b)) return true;
+      if (!s.end_of_input && v.all_ended_input && s.barrier_done >= v.end_colour) return true;
+      if (s.end_of_input && v.all_ended_stream) return true;
+      continue;
+    }
+    if (!s.overflow.empty() || inputs_[i].channel->HasData()) return true;
   }
   return false;
+}
+
+uint64_t InputGate::DeliveredBelow(size_t ch, CheckpointId id) const {
+  uint64_t n = 0;
+  for (const auto& [colour, k] : state_[ch].delivered) {
+    if (colour >= id) break;
+    n += k;
+  }
+  return n;
+}
+
+bool InputGate::IdleRebalanceBarrier(size_t ch, const RebalanceQueue::View& v, Barrier* b) const {
+  const ChannelState& s = state_[ch];
+  // Only checkpoints every producer snapshotted; before the end of input, only those some
+  // producer took before its end of input (the later ones follow the end of input).
+  CheckpointId upto = v.all_snapshotted;
+  if (!s.end_of_input && v.all_ended_input) upto = std::min(upto, v.end_colour);
+  if (upto <= s.barrier_done) return false;
+  return inputs_[ch].rebalance->NextBarrier(s.barrier_done, upto, b);
+}
+
+InputGate::Read InputGate::ReadRebalance(size_t ch, Barrier* barrier) {
+  ChannelState& s = state_[ch];
+  RebalanceQueue* q = inputs_[ch].rebalance;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (s.held == nullptr) {
+      RebalanceItem item;
+      if (q->TryPop(&item)) {
+        s.held = std::move(item.batch);
+        s.held_colour = item.colour;
+        s.received += s.held->size();
+      }
+    }
+    if (s.held != nullptr) {
+      // A newer colour: the producer snapshotted since; its barriers come before the batch.
+      if (s.held_colour > s.barrier_done && q->NextBarrier(s.barrier_done, s.held_colour, barrier)) {
+        s.barrier_done = barrier->id;
+        return Read::kBarrier;
+      }
+      s.barrier_done = std::max(s.barrier_done, s.held_colour);
+      stash_ = std::move(s.held);
+      stash_slot_ = ch;
+      stash_colour_ = s.held_colour;
+      return Read::kBatch;
+    }
+    const RebalanceQueue::View v = q->Look();
+    if (IdleRebalanceBarrier(ch, v, barrier)) {
+      s.barrier_done = barrier->id;
+      return Read::kBarrier;
+    }
+    if (!s.end_of_input && v.all_ended_input) {
+      // Every producer pushed its last batch before it ended: one more look finds any left.
+      if (attempt == 0) continue;
+      if (s.barrier_done < v.end_colour) return Read::kDone;  // its barriers come first
+      return EndInput(ch);
+    }
+    if (s.end_of_input && v.all_ended_stream) return EndStream(ch);
+    return Read::kDone;
+  }
+  return Read::kDone;
+}
+
+InputGate::Read InputGate::EndInput(size_t i) {
+  ChannelState& s = state_[i];
+  s.end_of_input = true;
+  if (inputs_[i].feedback) return Read::kChannelEndOfInput;
+  // The final watermark of this channel (its producer sent it already, unless it has no
+  // watermarks at all); the task hears of it with the end of input.
+  watermarks_.OnEndOfInput(i);
+  if (++ended_input_ == regular_ && !end_of_input_reported_) {
+    end_of_input_reported_ = true;
+    return Read::kEndOfInput;
+  }
+  return Read::kChannelEndOfInput;
+}
+
+InputGate::Read InputGate::EndStream(size_t i) {
+  state_[i].end_of_stream = true;
+  if (!inputs_[i].feedback) ++ended_stream_;
+  return Read::kChannelEndOfStream;
 }
 
 bool InputGate::HasPriorityWork() const {
@@ -57,6 +147,12 @@ void InputGate::AddRestored(size_t ch, RecordBatch records) {
 void InputGate::MarkProcessed(size_t ch, const RecordBatch& b, size_t begin, size_t end) {
   state_[ch].consumed += end - begin;
   in_progress_offset_ = end;
+  if (RebalanceQueue* q = inputs_[ch].rebalance; q != nullptr && end == b.size()) {
+    // Mattern's count: the item is received once all of it is processed (recorded, when after
+    // a snapshot it belongs to).
+    ++state_[ch].delivered[in_progress_colour_];
+    q->Delivered(in_progress_colour_);
+  }
   if (end == b.size()) in_progress_ = nullptr;
 }
 
@@ -125,6 +221,7 @@ std::unique_ptr<RecordBatch> InputGate::TakeStash() {
   in_progress_ = stash_.get();
   in_progress_slot_ = stash_slot_;
   in_progress_offset_ = 0;
+  in_progress_colour_ = stash_colour_;
   return std::move(stash_);
 }
 
@@ -137,6 +234,13 @@ InputGate::Read InputGate::ReadNext(Scan* scan, size_t* slot, Barrier* barrier) 
     ChannelState& s = state_[i];
     if (s.blocked || s.end_of_stream) continue;
     if (restored_pending_ > 0 && !s.restored_pending) continue;  // restored records first
+    if (inputs_[i].rebalance != nullptr) {
+      Read r = ReadRebalance(i, barrier);
+      if (r == Read::kDone) continue;
+      next_ = (i + 1) % n;
+      *slot = i;
+      return r;
+    }
     StreamElement e;
     if (!PopElement(i, &e)) continue;
     next_ = (i + 1) % n;
@@ -153,20 +257,9 @@ InputGate::Read InputGate::ReadNext(Scan* scan, size_t* slot, Barrier* barrier) 
         if (watermarks_.OnWatermark(i, e.watermark)) return Read::kWatermark;
         continue;  // nothing changed: on with the scan
       case StreamElement::Kind::kEndOfInput:
-        s.end_of_input = true;
-        if (inputs_[i].feedback) return Read::kChannelEndOfInput;
-        // The final watermark of this channel (its producer sent it already, unless it has no
-        // watermarks at all); the task hears of it with the end of input.
-        watermarks_.OnEndOfInput(i);
-        if (++ended_input_ == regular_ && !end_of_input_reported_) {
-          end_of_input_reported_ = true;
-          return Read::kEndOfInput;
-        }
-        return Read::kChannelEndOfInput;
+        return EndInput(i);
       case StreamElement::Kind::kEndOfStream:
-        s.end_of_stream = true;
-        if (!inputs_[i].feedback) ++ended_stream_;
-        return Read::kChannelEndOfStream;
+        return EndStream(i);
     }
   }
   return Read::kDone;

@@ -20,17 +20,30 @@
 // are read. Feedback channels (they close a cycle) do not count towards the end of input or end
 // of stream, nor as open channels.
 //
+// Rebalance slots (engine/dataflow/rebalance_queue.h): a slot reading a load-balanced edge's
+// shared queue. Its batches carry colours; the slot turns them into the edge's barriers for
+// this consumer, in checkpoint order: a batch of a newer colour than the slot's last barrier is
+// held while the barriers up to its colour are reported (kBarrier; the handler may block the
+// slot, as for a channel), then delivered; with nothing to read, a checkpoint every producer
+// snapshotted is reported as a barrier too (an idle consumer must snapshot as well). Its end of
+// input comes once every producer ended its input and the queue is empty, after the barriers
+// of the checkpoints a producer took before its end of input and before the later ones; its end
+// of stream once every producer ended the stream. It has no watermarks (records come out of
+// order): it holds the input watermark at its minimum until its end of input.
+//
 // Contract: used by the task thread only; nothing here blocks. Channels are owned by the runner
 // and outlive the gate.
 #pragma once
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/dataflow/channel.h"
+#include "engine/dataflow/rebalance_queue.h"
 #include "engine/dataflow/watermark_tracker.h"
 
 namespace cairn {
@@ -39,6 +52,9 @@ struct GateInput {
   Channel* channel;
   int input_index;        // which of the head operator's logical inputs this channel feeds
   bool feedback = false;  // closes a cycle: not counted for end of input/stream or as open
+  // A load-balanced edge: the slot reads this shared queue; `channel` is only its stand-in
+  // (name, schema, an always empty priority lane). See "Rebalance slots" above.
+  RebalanceQueue* rebalance = nullptr;
 };
 
 class InputGate {
@@ -104,6 +120,12 @@ class InputGate {
   uint64_t consumed(size_t slot) const { return state_[slot].consumed; }
   uint64_t received(size_t slot) const { return state_[slot].received; }
   bool feedback(size_t slot) const { return inputs_[slot].feedback; }
+  RebalanceQueue* rebalance(size_t slot) const { return inputs_[slot].rebalance; }
+  // Rebalance slots: items of a colour below `id` this subtask processed completely.
+  uint64_t DeliveredBelow(size_t slot, CheckpointId id) const;
+  // Rebalance slots: the colour of the batch in progress (or in the stash, before TakeStash).
+  CheckpointId in_progress_colour() const { return in_progress_colour_; }
+  CheckpointId stash_colour() const { return stash_colour_; }
   bool end_of_stream(size_t slot) const { return state_[slot].end_of_stream; }
   // Channels that are not feedback channels and have not ended their stream.
   size_t OpenChannels() const { return regular_ - ended_stream_; }
@@ -129,8 +151,20 @@ class InputGate {
     uint64_t restored = 0;              // restored records ahead of the producer's position 0
     bool restored_pending = false;      // the restored records are still at the overflow's front
     std::deque<StreamElement> overflow; // taken off the queue ahead of time; read before it
+    // Rebalance slots.
+    std::unique_ptr<RecordBatch> held;  // popped, waiting for the barriers its colour brings
+    CheckpointId held_colour = 0;
+    CheckpointId barrier_done = 0;      // the newest barrier reported on the slot
+    std::map<CheckpointId, uint64_t> delivered;  // colour -> items processed completely
   };
   bool PopElement(size_t ch, StreamElement* e);
+  // What the rebalance slot reads next; kDone when nothing now.
+  Read ReadRebalance(size_t ch, Barrier* barrier);
+  // The barrier a rebalance slot with nothing held reports now, if any; `view` as looked.
+  bool IdleRebalanceBarrier(size_t ch, const RebalanceQueue::View& view, Barrier* b) const;
+  // A channel's end of input / end of stream, counted.
+  Read EndInput(size_t ch);
+  Read EndStream(size_t ch);
 
   std::vector<GateInput> inputs_;
   WatermarkTracker watermarks_;
@@ -150,6 +184,8 @@ class InputGate {
   // A popped batch held back while the events that precede it are reported.
   std::unique_ptr<RecordBatch> stash_;
   size_t stash_slot_ = 0;
+  CheckpointId stash_colour_ = 0;
+  CheckpointId in_progress_colour_ = 0;
 };
 
 }  // namespace cairn

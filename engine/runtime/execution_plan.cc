@@ -22,6 +22,7 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     if (tb != nullptr && tb->chain_head) return false;
     // A keyed type without key_by has one key (the empty one): its input edge is a hash edge too.
     if (tb != nullptr && tb->keyed) return false;
+    if (cb.Rebalanced(0)) return false;
     return cb.inputs.size() == 1 && index[cb.inputs[0]] == a && consumers[a].size() == 1 && !cb.keyed() &&
            cb.parallelism == spec.operators[a].parallelism;
   };
@@ -78,7 +79,8 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     const bool hash = c.keyed() || (t != nullptr && t->keyed);
     for (int k = 0; k < static_cast<int>(c.inputs.size()); ++k) {
       int from_op = index[c.inputs[k]];
-      plan.edges.push_back(PlanEdge{chain_of[from_op], ci, k, hash, feedback.count({head, k}) > 0});
+      plan.edges.push_back(
+          PlanEdge{chain_of[from_op], ci, k, hash, feedback.count({head, k}) > 0, c.Rebalanced(static_cast<size_t>(k))});
     }
   }
   return plan;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <thread>
 
 #include "engine/base/crash_points.h"
 #include "engine/checkpoint/snapshot_persister.h"
@@ -424,6 +425,8 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
     *waiting = true;
     return true;
   }
+  if (__builtin_expect(slow_us_ > 0, 0) && current_offset_ == 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(slow_us_));  // test-only: a slow subtask
   if (current_offset_ == 0 && n == want) {
     in_.MarkProcessed(current_.slot, batch, 0, n);
     if (!ProcessChain(0, current_.input_index, batch)) return false;
@@ -435,7 +438,11 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
   }
   current_offset_ += n;
   if (current_offset_ == batch.size()) {
-    current_.channel->Recycle(std::move(current_.batch));
+    if (current_.rebalance != nullptr) {
+      current_.rebalance->Recycle(std::move(current_.batch));
+    } else {
+      current_.channel->Recycle(std::move(current_.batch));
+    }
     has_current_ = false;
   }
   return true;

@@ -1,0 +1,276 @@
+// Specification of load-balanced edges (engine/dataflow/rebalance_queue.h): Lai and Yang's
+// colouring and Mattern's counters, as a consumer subtask's input gate sees them. The tests push
+// into the shared queue directly, as producer subtasks would, and read one or two consumers'
+// gates; they say which batch a consumer snapshots before, which batches it records as channel
+// state, when its record is complete, and what it counts.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/base/parker.h"
+#include "engine/checkpoint/checkpointed_input_gate.h"
+#include "engine/dataflow/rebalance_queue.h"
+
+namespace cairn {
+namespace {
+
+std::string Keys(const RecordBatch& b) {
+  std::string s;
+  for (size_t i = 0; i < b.size(); ++i) s += (i > 0 ? "," : "") + std::string(b.key(i));
+  return s;
+}
+
+// "batch:<keys>", "checkpoint:<id>", "channel-state:<id>:<keys>", "end-of-input", "end-of-stream", "none".
+std::string Describe(const GateEvent& ev) {
+  switch (ev.kind) {
+    case GateEvent::Kind::kNone: return "none";
+    case GateEvent::Kind::kBatch: return "batch:" + Keys(*ev.batch);
+    case GateEvent::Kind::kCheckpoint: return "checkpoint:" + std::to_string(ev.barrier.id);
+    case GateEvent::Kind::kWatermark: return "watermark";
+    case GateEvent::Kind::kEndOfInput: return "end-of-input";
+    case GateEvent::Kind::kEndOfStream: return "end-of-stream";
+    case GateEvent::Kind::kChannelStateDone: return "channel-state:" + std::to_string(ev.channel_state->id) + ":" +
+                                                    Keys(ev.channel_state->records[0]);
+  }
+  return "?";
+}
+
+// One producer subtask of the edge, as an output gate drives it.
+class Producer {
+ public:
+  Producer(RebalanceQueue* q, uint32_t index) : q_(q), index_(index), token_(q->MakeProducerToken()) {}
+  void Push(std::initializer_list<std::string_view> keys) {
+    auto b = std::make_unique<RecordBatch>();
+    for (std::string_view k : keys) b->Add(k);
+    ASSERT_TRUE(q_->Push(token_.get(), RebalanceItem{std::move(b), colour_}, &parker_, nullptr));
+    ++sent_;
+  }
+  void Snapshot(CheckpointId id, CheckpointMode mode = CheckpointMode::kAligned) {
+    Barrier b;
+    b.id = id;
+    b.mode = mode;
+    reported_ = q_->ProducerSnapshotted(index_, b, sent_);
+    colour_ = id;
+  }
+  void EndInput() { q_->ProducerEndedInput(colour_); }
+  void EndStream() { q_->ProducerEndedStream(); }
+  uint64_t reported() const { return reported_; }
+
+ private:
+  RebalanceQueue* q_;
+  uint32_t index_;
+  std::unique_ptr<moodycamel::ProducerToken> token_;
+  Parker parker_;
+  CheckpointId colour_ = 0;
+  uint64_t sent_ = 0;
+  uint64_t reported_ = 0;
+};
+
+// One consumer subtask: its gate, with the edge as its only input.
+class Consumer {
+ public:
+  explicit Consumer(RebalanceQueue* q) : stand_in_("up[*]->down[0]", 1, &parker_, &parker_) {
+    q->AddConsumer(&parker_);
+    gate_.AddInput(GateInput{&stand_in_, 0, false, q});
+  }
+  // The next event; a batch is processed at once (as the task does).
+  std::string Next() {
+    GateEvent ev = gate_.Poll();
+    if (ev.kind == GateEvent::Kind::kBatch) gate_.MarkProcessed(ev.slot, *ev.batch, 0, ev.batch->size());
+    if (ev.kind == GateEvent::Kind::kChannelStateDone) counts_ = ev.channel_state->rebalance_counts;
+    if (ev.kind == GateEvent::Kind::kCheckpoint) pending_ = ev.channel_state_pending;
+    return Describe(ev);
+  }
+  bool HasWork() const { return gate_.HasWork(); }
+  // The next event, a batch kept in progress until FinishTaken.
+  std::string Take() {
+    taken_ = gate_.Poll();
+    return Describe(taken_);
+  }
+  void FinishTaken() { gate_.MarkProcessed(taken_.slot, *taken_.batch, 0, taken_.batch->size()); }
+  const std::vector<RebalanceCount>& counts() const { return counts_; }
+  bool channel_state_pending() const { return pending_; }
+
+ private:
+  Parker parker_;
+  Channel stand_in_;
+  CheckpointedInputGate gate_;
+  std::vector<RebalanceCount> counts_;
+  bool pending_ = false;
+  GateEvent taken_;
+};
+
+TEST(RebalanceColours, ABatchOfANewerColourBringsItsCheckpointFirst) {
+  RebalanceQueue q("up[*]->down[*]", 16, 1);
+  Producer p(&q, 0);
+  Consumer c(&q);
+  p.Push({"a"});
+  p.Snapshot(1);
+  p.Push({"b"});
+  EXPECT_EQ(c.Next(), "batch:a");          // white, before the snapshot: in the state
+  EXPECT_EQ(c.Next(), "checkpoint:1");     // the red batch brings checkpoint 1 first
+  EXPECT_TRUE(c.channel_state_pending());  // its record closes by the counts
+  EXPECT_EQ(c.Next(), "channel-state:1:"); // every white batch was processed: nothing in flight
+  EXPECT_EQ(c.Next(), "batch:b");
+  ASSERT_EQ(c.counts().size(), 1u);
+  EXPECT_EQ(c.counts()[0].edge, "up[*]->down[*]");
+  EXPECT_EQ(c.counts()[0].received_before, 1u);
+  EXPECT_EQ(c.counts()[0].received_after, 0u);
+  EXPECT_EQ(p.reported(), 1u);
+}
+
+TEST(RebalanceColours, AnOlderColourAfterTheSnapshotIsRecordedUntilTheCountsMatch) {
+  // Producer 0 snapshots and sends a red batch; producer 1 still sends white ones.
+  RebalanceQueue q("up[*]->down[*]", 16, 2);
+  Producer p0(&q, 0), p1(&q, 1);
+  Consumer c(&q);
+  p0.Snapshot(1);
+  p0.Push({"red"});
+  EXPECT_EQ(c.Next(), "checkpoint:1");
+  EXPECT_EQ(c.Next(), "batch:red");
+  p1.Push({"w1"});
+  EXPECT_EQ(c.Next(), "batch:w1");  // sent before producer 1's snapshot, received after ours
+  p1.Push({"w2"});
+  EXPECT_EQ(c.Next(), "batch:w2");
+  // Producer 1 has not snapshotted: more white batches may come; the record stays open.
+  EXPECT_EQ(c.Next(), "none");
+  EXPECT_FALSE(c.HasWork());
+  p1.Snapshot(1);  // it sent 2 before: both were received, the record is complete
+  EXPECT_TRUE(c.HasWork());
+  EXPECT_EQ(c.Next(), "channel-state:1:w1,w2");
+  ASSERT_EQ(c.counts().size(), 1u);
+  EXPECT_EQ(c.counts()[0].received_before, 0u);
+  EXPECT_EQ(c.counts()[0].received_after, 2u);
+  EXPECT_EQ(p0.reported() + p1.reported(), 2u);  // Mattern: sent == received over the edge
+}
+
+TEST(RebalanceColours, ARecordWaitsForTheWhiteBatchAnotherConsumerIsStillProcessing) {
+  RebalanceQueue q("up[*]->down[*]", 16, 1);
+  Producer p(&q, 0);
+  Consumer c1(&q), c2(&q);
+  p.Push({"w"});
+  EXPECT_EQ(c1.Take(), "batch:w");  // taken, not processed yet
+  p.Snapshot(1);
+  EXPECT_EQ(c2.Next(), "checkpoint:1");  // idle: every producer snapshotted
+  EXPECT_EQ(c2.Next(), "none");          // w is not counted yet: the record stays open
+  c1.FinishTaken();
+  EXPECT_EQ(c2.Next(), "channel-state:1:");
+  EXPECT_EQ(c1.Next(), "checkpoint:1");  // w was processed before c1's snapshot: in its state
+  EXPECT_EQ(c1.Next(), "channel-state:1:");
+  EXPECT_EQ(c1.counts()[0].received_before, 1u);
+}
+
+TEST(RebalanceColours, AnIdleConsumerSnapshotsOnceEveryProducerDid) {
+  RebalanceQueue q("up[*]->down[*]", 16, 2);
+  Producer p0(&q, 0), p1(&q, 1);
+  Consumer c1(&q), c2(&q);
+  p0.Snapshot(1);
+  EXPECT_EQ(c1.Next(), "none");  // producer 1 may still send white batches to anyone
+  EXPECT_FALSE(c1.HasWork());
+  p1.Snapshot(1);
+  EXPECT_TRUE(c1.HasWork());
+  EXPECT_TRUE(c2.HasWork());
+  EXPECT_EQ(c1.Next(), "checkpoint:1");
+  EXPECT_EQ(c2.Next(), "checkpoint:1");
+  EXPECT_EQ(c1.Next(), "channel-state:1:");
+  EXPECT_EQ(c2.Next(), "channel-state:1:");
+}
+
+TEST(RebalanceColours, ConsumersRecordWhatTheyReceivedAfterTheirOwnSnapshot) {
+  // Two consumers: one snapshots on a red batch, the other still processes white ones before
+  // its snapshot (in its state) and after it (recorded); each counts its own.
+  RebalanceQueue q("up[*]->down[*]", 16, 2);
+  Producer p0(&q, 0), p1(&q, 1);
+  Consumer c1(&q), c2(&q);
+  p1.Push({"w1"});
+  EXPECT_EQ(c2.Next(), "batch:w1");  // before any snapshot
+  p0.Snapshot(1);
+  p0.Push({"red"});
+  EXPECT_EQ(c1.Next(), "checkpoint:1");
+  EXPECT_EQ(c1.Next(), "batch:red");
+  p1.Push({"w2"});
+  EXPECT_EQ(c1.Next(), "batch:w2");  // recorded by c1
+  p1.Snapshot(1);
+  EXPECT_EQ(c2.Next(), "checkpoint:1");  // idle now, nudged
+  EXPECT_EQ(c1.Next(), "channel-state:1:w2");
+  EXPECT_EQ(c2.Next(), "channel-state:1:");
+  uint64_t received = 0;
+  for (const Consumer* c : {&c1, &c2})
+    for (const RebalanceCount& k : c->counts()) received += k.received_before + k.received_after;
+  EXPECT_EQ(received, p0.reported() + p1.reported());
+  EXPECT_EQ(received, 2u);
+}
+
+TEST(RebalanceColours, SeveralCheckpointsAreTakenInOrderFromOneBatch) {
+  RebalanceQueue q("up[*]->down[*]", 16, 1);
+  Producer p(&q, 0);
+  Consumer c(&q);
+  p.Snapshot(1);
+  p.Snapshot(2);
+  p.Push({"x"});
+  EXPECT_EQ(c.Next(), "checkpoint:1");
+  EXPECT_EQ(c.Next(), "channel-state:1:");
+  EXPECT_EQ(c.Next(), "checkpoint:2");
+  EXPECT_EQ(c.Next(), "channel-state:2:");
+  EXPECT_EQ(c.Next(), "batch:x");
+}
+
+TEST(RebalanceColours, EndOfInputFollowsTheCheckpointsTakenBeforeItAndPrecedesLaterOnes) {
+  RebalanceQueue q("up[*]->down[*]", 16, 2);
+  Producer p0(&q, 0), p1(&q, 1);
+  Consumer c(&q);
+  p0.Push({"a"});
+  p0.Snapshot(1);  // before its end of input
+  p0.EndInput();
+  p1.EndInput();   // producer 1 has not taken checkpoint 1 yet
+  EXPECT_EQ(c.Next(), "batch:a");
+  EXPECT_EQ(c.Next(), "none");  // checkpoint 1 must come before the end of input: wait for it
+  p1.Snapshot(1);
+  EXPECT_EQ(c.Next(), "checkpoint:1");
+  EXPECT_EQ(c.Next(), "channel-state:1:");
+  EXPECT_EQ(c.Next(), "end-of-input");
+  p0.Snapshot(2);  // after the end of input: the final checkpoint
+  p1.Snapshot(2);
+  EXPECT_EQ(c.Next(), "checkpoint:2");
+  EXPECT_EQ(c.Next(), "channel-state:2:");
+  EXPECT_EQ(c.Next(), "none");
+  p0.EndStream();
+  p1.EndStream();
+  EXPECT_EQ(c.Next(), "end-of-stream");
+}
+
+TEST(RebalanceColours, RestoredBatchesComeFirstAndCountAsSentByProducerZero) {
+  RebalanceQueue q("up[*]->down[*]", 16, 1);
+  RecordBatch restored;
+  restored.Add("old");
+  q.AddRestored(std::move(restored));
+  Producer p(&q, 0);
+  Consumer c(&q);
+  p.Push({"new"});
+  p.Snapshot(1);
+  EXPECT_EQ(c.Next(), "batch:old");
+  EXPECT_EQ(c.Next(), "batch:new");
+  EXPECT_EQ(c.Next(), "checkpoint:1");
+  EXPECT_EQ(c.Next(), "channel-state:1:");
+  EXPECT_EQ(p.reported(), 2u);  // one pushed, one restored
+  EXPECT_EQ(c.counts()[0].received_before, 2u);
+}
+
+TEST(RebalanceColours, UnalignedCheckpointsAreTakenAtTheFirstRedBatchToo) {
+  RebalanceQueue q("up[*]->down[*]", 16, 2);
+  Producer p0(&q, 0), p1(&q, 1);
+  Consumer c(&q);
+  p0.Snapshot(1, CheckpointMode::kUnaligned);
+  p0.Push({"red"});
+  EXPECT_EQ(c.Next(), "checkpoint:1");
+  EXPECT_EQ(c.Next(), "batch:red");
+  p1.Push({"w"});
+  EXPECT_EQ(c.Next(), "batch:w");
+  p1.Snapshot(1, CheckpointMode::kUnaligned);
+  EXPECT_EQ(c.Next(), "channel-state:1:w");
+}
+
+}  // namespace
+}  // namespace cairn
