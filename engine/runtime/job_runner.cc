@@ -353,6 +353,11 @@ class RunningJobImpl : public RunningJob {
 }  // namespace
 
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
+  // Test-only slowness (docs/faults.md): CAIRN_SLOW_SUBTASK=<operator>:<subtask>:<microseconds>.
+  std::string slow_op;
+  uint32_t slow_subtask = 0;
+  int64_t slow_us = 0;
+  CAIRN_RETURN_IF_ERROR(ParseSlowSubtask(spec, &slow_op, &slow_subtask, &slow_us));
   const auto start = Clock::now();
   const ExecutionPlan plan = ExecutionPlan::Build(spec);
   const std::string& ckdir = spec.checkpoint.dir;
@@ -395,11 +400,6 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   CAIRN_RETURN_IF_ERROR(SupersedeAbandoned(restore, earlier, opt.fresh, file_sinks, store));
   const std::string work_dir = WorkDir(ckdir, getpid());
   CAIRN_RETURN_IF_ERROR(CreateDirs(work_dir));
-  // Test-only slowness (docs/faults.md): CAIRN_SLOW_SUBTASK=<operator>:<subtask>:<microseconds>.
-  std::string slow_op;
-  uint32_t slow_subtask = 0;
-  int64_t slow_us = 0;
-  CAIRN_RETURN_IF_ERROR(ParseSlowSubtask(spec, &slow_op, &slow_subtask, &slow_us));
   struct WorkDirCleanup {
     std::string dir;
     // Best effort: the next start removes the working directories of dead runs.
