@@ -602,7 +602,7 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
           continue;
         }
         if (!item.IsScalar())
-          return loc_.Error(item, label + " must be operator ids or {from: ID, partition: rebalance}, got " + Describe(item));
+          return loc_.Error(item, label + " must be operator ids, got " + Describe(item));
         op->inputs.push_back(item.Scalar());
         places.input.push_back(loc_.Where(item));
       }
