@@ -236,7 +236,8 @@ int64_t WallMillisNow() {
 }
 
 // CAIRN_SLOW_SUBTASK=<operator>:<subtask>:<microseconds>: the task running that subtask of
-// <operator> sleeps that long before each input batch. Test-only (a deliberately slow consumer).
+// <operator> sleeps that long before the operator processes each batch. Test-only (a deliberately
+// slow subtask).
 Status ParseSlowSubtask(const JobSpec& spec, std::string* op, uint32_t* subtask, int64_t* us) {
   const char* env = getenv("CAIRN_SLOW_SUBTASK");
   if (env == nullptr || *env == '\0') return Status::OK();
@@ -460,8 +461,9 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
         }
     if (slow_us > 0)
       for (Task* t : tasks)
-        for (const ChainedOperator& c : t->chain())
-          if (c.ctx.operator_id == slow_op && c.ctx.subtask == slow_subtask) t->SlowDownPerBatch(slow_us);
+        for (size_t i = 0; i < t->chain().size(); ++i)
+          if (t->chain()[i].ctx.operator_id == slow_op && t->chain()[i].ctx.subtask == slow_subtask)
+            t->SlowDownPerBatch(i, slow_us);
     Parker main_parker;
     control.SetParties(tasks, job.channel_ptrs(), &main_parker);
     const CheckpointId first_id = std::max(store.MaxId(), restore.active ? restore.checkpoint.metadata.id : 0) + 1;

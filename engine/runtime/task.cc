@@ -195,6 +195,8 @@ bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
     ResetBuffer(i);
     // A sink's "output" is what it consumed.
     if (i + 1 == chain_.size() && !out_.has_outputs()) records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
+    if (__builtin_expect(slow_us_ > 0, 0) && i == slow_op_)
+      std::this_thread::sleep_for(std::chrono::microseconds(slow_us_));  // test-only: a slow subtask
     Status s = chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
     if (!s.ok()) return OperatorFailed(chain_[i], s);
     if (chain_[i].keyed_state != nullptr && !chain_[i].keyed_state->foreign_key_error().ok()) {
@@ -425,8 +427,6 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
     *waiting = true;
     return true;
   }
-  if (__builtin_expect(slow_us_ > 0, 0) && current_offset_ == 0)
-    std::this_thread::sleep_for(std::chrono::microseconds(slow_us_));  // test-only: a slow subtask
   if (current_offset_ == 0 && n == want) {
     in_.MarkProcessed(current_.slot, batch, 0, n);
     if (!ProcessChain(0, current_.input_index, batch)) return false;

@@ -1,0 +1,131 @@
+#include "bench/rebalance_bench.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/bench_results.h"
+#include "bench/process_runner.h"
+#include "engine/base/file_util.h"
+
+namespace cairn {
+namespace {
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string Self() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("cairn-bench");
+}
+
+// The number after `key` in the run summary of `cairn run` (0 when missing).
+double NumberAfter(const std::string& out, const std::string& key) {
+  size_t at = out.find(key);
+  return at == std::string::npos ? 0 : strtod(out.c_str() + at + key.size(), nullptr);
+}
+
+double LoadAverage() {
+  double l[1] = {0};
+  return getloadavg(l, 1) == 1 ? l[0] : 0;
+}
+
+}  // namespace
+
+int RebalanceBenchMain(const std::vector<std::string>& args) {
+  int reps = 3;
+  int64_t lines = 300000;
+  int64_t slow_us = 20000;
+  std::string cairn = DirOf(Self()) + "/cairn", data_dir;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto next = [&](std::string* v) { return i + 1 < args.size() && (*v = args[++i], true); };
+    std::string v;
+    if (args[i] == "--reps" && next(&v)) reps = std::max(1, atoi(v.c_str()));
+    else if (args[i] == "--lines" && next(&v)) lines = std::max<int64_t>(1000, atoll(v.c_str()));
+    else if (args[i] == "--slow-us" && next(&v)) slow_us = std::max<int64_t>(1, atoll(v.c_str()));
+    else if (args[i] == "--cairn" && next(&v)) cairn = v;
+    else if (args[i] == "--data-dir" && next(&v)) data_dir = v;
+    else {
+      fprintf(stderr, "cairn-bench: rebalance: unknown or incomplete argument '%s'\n", args[i].c_str());
+      return 2;
+    }
+  }
+  if (data_dir.empty()) data_dir = DirOf(Self()) + "/bench-data";
+  const std::string scratch = data_dir + "/rebalance-scratch";
+  RemoveAll(scratch).IgnoreError();  // scratch space: best effort
+  if (Status s = CreateDirs(scratch); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
+  const std::string corpus = scratch + "/lines.txt";
+  ChildResult g;
+  Status s = RunChild({cairn, "generate", "--out", corpus, "--words", std::to_string(lines * 10), "--words-per-line",
+                       "10", "--seed", "42"},
+                      &g);
+  if (!s.ok() || !g.ok()) return fprintf(stderr, "cairn-bench: generating the corpus failed\n"), 1;
+  printf("cairn-bench rebalance: %" PRId64 " lines (%" PRId64 " words); source and tokenize parallelism 3, count 2; "
+         "tokenize[1] sleeps %" PRId64 " us before each batch; checkpoints every 200 ms; %d runs each, interleaved; "
+         "load average %.2f at the start\n",
+         lines, lines * 10, slow_us, reps, LoadAverage());
+  const std::vector<std::string> configs = {"forward-aligned", "rebalance-aligned", "forward-unaligned",
+                                            "rebalance-unaligned"};
+  std::map<std::string, std::vector<double>> rate, ckpt;
+  int failed = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    for (size_t k = 0; k < configs.size(); ++k) {
+      const std::string& cfg = configs[(k + static_cast<size_t>(rep)) % configs.size()];
+      const bool rebalance = cfg.rfind("rebalance", 0) == 0;
+      const std::string mode = cfg.find("unaligned") != std::string::npos ? "unaligned" : "aligned";
+      const std::string dir = scratch + "/" + cfg;
+      RemoveAll(dir).IgnoreError();  // scratch space: best effort
+      (void)CreateDirs(dir);
+      const std::string yaml =
+          "job: bench-" + cfg + "\nparallelism: 3\ncheckpoint: {interval: 200ms, mode: " + mode + ", dir: '" + dir +
+          "/ck', retain: 1000}\noperators:\n"
+          "  - {id: source, type: file_source, path: '" + corpus + "'}\n"
+          "  - {id: tokenize, type: tokenize, inputs: [" + (rebalance ? "{from: source, partition: rebalance}" : "source") +
+          "]}\n"
+          "  - {id: count, type: count, key_by: word, parallelism: 2, inputs: [tokenize]}\n"
+          "  - {id: sink, type: discard_sink, parallelism: 2, inputs: [count]}\n";
+      const std::string job = dir + "/job.yaml";
+      if (Status w = WriteFileAtomically(job, yaml); !w.ok())
+        return fprintf(stderr, "cairn-bench: %s\n", w.message().c_str()), 1;
+      const std::string slow = "CAIRN_SLOW_SUBTASK=tokenize:1:" + std::to_string(slow_us);
+      ChildResult c;
+      Status r = RunChild({"/usr/bin/env", slow, cairn, "run", job}, &c, 1800);
+      const double sink = NumberAfter(c.out, "sink records");
+      const bool ok = r.ok() && c.ok() && sink == static_cast<double>(lines * 10);
+      if (!ok) {
+        ++failed;
+        fprintf(stderr, "cairn-bench: rebalance rep %d %s FAILED: %s\n", rep + 1, cfg.c_str(),
+                !r.ok() ? r.message().c_str() : !c.ok() ? c.Describe().c_str() : c.out.c_str());
+        continue;
+      }
+      rate[cfg].push_back(static_cast<double>(lines) / c.wall_seconds);
+      ckpt[cfg].push_back(NumberAfter(c.out, "duration median"));
+      fprintf(stderr, "cairn-bench: rebalance rep %d %-20s %.3f s  %.0f lines/s  checkpoint median %.0f ms\n", rep + 1,
+              cfg.c_str(), c.wall_seconds, static_cast<double>(lines) / c.wall_seconds, ckpt[cfg].back());
+      RemoveAll(dir).IgnoreError();  // scratch space: best effort
+    }
+  }
+  RemoveAll(scratch).IgnoreError();  // scratch space: best effort
+  for (const std::string& cfg : configs) {
+    if (rate[cfg].empty()) continue;
+    Spread r = Spread::Of(rate[cfg]), d = Spread::Of(ckpt[cfg]);
+    printf("  %-20s %.0f lines/s [%.0f-%.0f], checkpoint duration median of the runs' medians %.0f ms [%.0f-%.0f]\n",
+           cfg.c_str(), r.median, r.min, r.max, d.median, d.min, d.max);
+  }
+  for (const std::string mode : {"aligned", "unaligned"})
+    if (!rate["forward-" + mode].empty() && !rate["rebalance-" + mode].empty())
+      printf("  rebalance / forward, %s: %.2f\n", mode.c_str(),
+             Spread::Of(rate["rebalance-" + mode]).median / Spread::Of(rate["forward-" + mode]).median);
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace cairn

@@ -1,0 +1,18 @@
+// cairn-bench rebalance: a load-balanced edge against a forward one with one deliberately slow
+// consumer subtask (CAIRN_SLOW_SUBTASK): the word count source (parallelism 3) -> tokenize
+// (parallelism 3, subtask 1 sleeping before each batch) -> count -> discard, the tokenize input
+// either `{from: source, partition: rebalance}` or the plain id (forward, chained with the
+// source), in aligned and unaligned mode; lines/s of the run and the checkpoints' median
+// duration (docs/benchmarks.md, "Load-balanced edges").
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cairn {
+
+// args: [--reps N] [--lines N] [--slow-us N] [--cairn PATH] [--data-dir DIR]. Exit 0, 1 on a
+// failed run, 2 on bad arguments.
+int RebalanceBenchMain(const std::vector<std::string>& args);
+
+}  // namespace cairn
