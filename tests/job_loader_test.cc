@@ -165,6 +165,12 @@ const std::vector<ErrorCase>& ErrorCases() {
        {},
        {"t.yaml:5:5: operator 'b' is not reachable from any source"}},
 
+      {"RebalanceClosesACycle",
+       "job: wc\noperators:\n  - {id: s, type: generator}\n"
+       "  - {id: a, type: tokenize, inputs: [s, {from: b, partition: rebalance}]}\n  - {id: b, type: tokenize, inputs: a}\n",
+       {},
+       {"t.yaml:4:62: operator 'a' reads input 'b' with partition: rebalance, but that edge closes a cycle"}},
+
       // Parallelism.
       {"ParallelismZero", Edit("type: tokenize", "type: tokenize\n    parallelism: 0"), {},
        {"t.yaml:7:18: parallelism of operator 'tok' must be an integer >= 1, got '0'"}},

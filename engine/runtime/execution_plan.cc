@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "jobs/job_graph.h"
 #include "jobs/registry.h"
 
 namespace cairn {
@@ -50,28 +51,8 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     }
     plan.chains.push_back(std::move(ch));
   }
-  // Feedback edges: (consumer op, input position) of the back edges of a depth-first walk
-  // along the data flow from the sources, in file order.
-  std::set<std::pair<int, int>> feedback;
-  {
-    enum Color { kUnvisited, kOnPath, kDone };
-    std::vector<Color> color(n, kUnvisited);
-    std::function<void(int)> visit = [&](int v) {
-      color[v] = kOnPath;
-      for (int w : consumers[v]) {
-        if (color[w] == kOnPath) {
-          const auto& ins = spec.operators[w].inputs;
-          for (int k = 0; k < static_cast<int>(ins.size()); ++k)
-            if (ins[k] == spec.operators[v].id) feedback.insert({w, k});
-        } else if (color[w] == kUnvisited) {
-          visit(w);
-        }
-      }
-      color[v] = kDone;
-    };
-    for (int i = 0; i < n; ++i)
-      if (spec.operators[i].inputs.empty() && color[i] == kUnvisited) visit(i);
-  }
+  // Feedback edges: the back edges of a depth-first walk from the sources (jobs/job_graph.h).
+  const std::set<std::pair<int, int>> feedback = FeedbackInputs(spec);
   for (int ci = 0; ci < static_cast<int>(plan.chains.size()); ++ci) {
     int head = plan.chains[ci].ops.front();
     const OperatorConfig& c = spec.operators[head];
