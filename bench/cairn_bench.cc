@@ -71,7 +71,7 @@ constexpr const char* kUsage =
     "  kafka ...             a pass-through job Kafka -> Kafka (exactly-once sink) through librdkafka's mock cluster\n"
     "                        beside file -> file, checkpoints every 1 s (--lines, default 400000; docs/benchmarks.md)\n"
     "  rebalance ...         one slow tokenize subtask: a load-balanced edge (partition: rebalance) against a forward\n"
-    "                        one, aligned and unaligned: lines/s and checkpoint duration (--lines, default 300000;\n"
+    "                        one, aligned and unaligned: lines/s and checkpoint duration (--lines, default 1000000;\n"
     "                        --slow-us, default 20000 per batch; docs/benchmarks.md)\n";
 
 struct Flags {

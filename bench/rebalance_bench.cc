@@ -43,7 +43,7 @@ double LoadAverage() {
 
 int RebalanceBenchMain(const std::vector<std::string>& args) {
   int reps = 3;
-  int64_t lines = 300000;
+  int64_t lines = 1000000;
   int64_t slow_us = 20000;
   std::string cairn = DirOf(Self()) + "/cairn", data_dir;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -70,7 +70,7 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
                       &g);
   if (!s.ok() || !g.ok()) return fprintf(stderr, "cairn-bench: generating the corpus failed\n"), 1;
   printf("cairn-bench rebalance: %" PRId64 " lines (%" PRId64 " words); source and tokenize parallelism 3, count 2; "
-         "tokenize[1] sleeps %" PRId64 " us before each batch; checkpoints every 200 ms; %d runs each, interleaved; "
+         "tokenize[1] sleeps %" PRId64 " us before each batch; checkpoints every 50 ms; %d runs each, interleaved; "
          "load average %.2f at the start\n",
          lines, lines * 10, slow_us, reps, LoadAverage());
   const std::vector<std::string> configs = {"forward-aligned", "rebalance-aligned", "forward-unaligned",
@@ -86,7 +86,7 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
       RemoveAll(dir).IgnoreError();  // scratch space: best effort
       (void)CreateDirs(dir);
       const std::string yaml =
-          "job: bench-" + cfg + "\nparallelism: 3\ncheckpoint: {interval: 200ms, mode: " + mode + ", dir: '" + dir +
+          "job: bench-" + cfg + "\nparallelism: 3\ncheckpoint: {interval: 50ms, mode: " + mode + ", dir: '" + dir +
           "/ck', retain: 1000}\noperators:\n"
           "  - {id: source, type: file_source, path: '" + corpus + "'}\n"
           "  - {id: tokenize, type: tokenize, inputs: [" + (rebalance ? "{from: source, partition: rebalance}" : "source") +
