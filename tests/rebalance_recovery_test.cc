@@ -47,6 +47,32 @@ void WordCount(const std::string& mode, bool at_least_once) {
   ExpectExactlyOnce(dir / "out", expected, at_least_once);
 }
 
+// Restores at other parallelisms on both sides of the edge: the recorded batches go back on
+// the shared queue, whoever reads it now.
+TEST(RebalanceRecovery, UnalignedWordCountRestoresAtOtherParallelisms) {
+  ScratchDir dir;
+  ASSERT_EQ(RunCairn({"generate", "--out", dir / "input.txt", "--words", "1000000", "--vocabulary", "2000", "--seed", "32"})
+                .exit_code,
+            0);
+  const std::string job = dir / "job.yaml";
+  WriteText(job, "job: rebalance\nparallelism: 2\ncheckpoint:\n  interval: 100ms\n  mode: unaligned\n  dir: " + dir / "ck" +
+                     "\n  retain: 1000\noperators:\n"
+                     "  - {id: source, type: file_source, path: " + dir / "input.txt" + "}\n"
+                     "  - {id: tokenize, type: tokenize, parallelism: 3, inputs: [{from: source, partition: rebalance}]}\n"
+                     "  - {id: count, type: count, key_by: word, inputs: [tokenize]}\n"
+                     "  - {id: sink, type: file_sink, path: " + dir / "out" + ", inputs: [count]}\n");
+  std::vector<std::string> args = {"run", job, "--quiet", "--restore", "latest", "--set", "checkpoint.dir=" + dir / "ck"};
+  KillPlan plan = PacedKillPlan(2, dir / "ck", 100, {"operators.source.rate=1000"},
+                                {"operators.source.rate=0", "operators.source.parallelism=1",
+                                 "operators.tokenize.parallelism=2"});
+  plan.env = {kSlowTokenize};
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir.path(), plan);
+  ASSERT_TRUE(kr.completed);
+  EXPECT_EQ(kr.kills, 2);
+  ExpectExactlyOnce(dir / "out", ExpectedCounts(dir / "input.txt"));
+}
+
 TEST(RebalanceRecovery, AlignedWordCountIsExactlyOnceAcrossSigkills) { WordCount("aligned", false); }
 TEST(RebalanceRecovery, UnalignedWordCountIsExactlyOnceAcrossSigkills) { WordCount("unaligned", false); }
 TEST(RebalanceRecovery, AtLeastOnceWordCountLosesNothingAcrossSigkills) { WordCount("at_least_once", true); }

@@ -121,6 +121,13 @@ std::string InputGate::Describe() const {
   std::string out;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const ChannelState& s = state_[i];
+    if (const RebalanceQueue* q = inputs_[i].rebalance) {
+      out += q->Describe() + "    this subtask: held=" + (s.held != nullptr ? "yes" : "no") +
+             " barrier_done=" + std::to_string(s.barrier_done) + " consumed=" + std::to_string(s.consumed) +
+             (s.blocked ? " blocked" : "") + (s.end_of_input ? " end_of_input" : "") +
+             (s.end_of_stream ? " end_of_stream" : "") + "\n";
+      continue;
+    }
     out += "  " + inputs_[i].channel->name() + ": queued=" + std::to_string(inputs_[i].channel->SizeApprox()) +
            " overflow=" + std::to_string(s.overflow.size()) + " consumed=" + std::to_string(s.consumed) +
            " received=" + std::to_string(s.received) + " watermark=" + std::to_string(watermarks_.channel(i).timestamp) +
