@@ -134,4 +134,21 @@ Status RunChild(const std::vector<std::string>& argv, ChildResult* r, double tim
   return Status::OK();
 }
 
+std::string BenchBinaryDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  const std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("cairn-bench");
+  const size_t slash = self.rfind('/');
+  return slash == std::string::npos ? "." : self.substr(0, slash);
+}
+
+Status GenerateLines(const std::string& cairn, const std::string& path, int64_t lines) {
+  ChildResult g;
+  CAIRN_RETURN_IF_ERROR(RunChild({cairn, "generate", "--out", path, "--words", std::to_string(lines * 10),
+                                  "--words-per-line", "10", "--seed", "42"},
+                                 &g));
+  if (!g.ok()) return Status::Internal("generating the corpus " + path + " failed: " + g.Describe());
+  return Status::OK();
+}
+
 }  // namespace cairn

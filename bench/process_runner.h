@@ -43,4 +43,11 @@ struct ChildResult {
 // failing child is a ChildResult with exit_code != 0.
 Status RunChild(const std::vector<std::string>& argv, ChildResult* result, double timeout_seconds = 600);
 
+// The directory of the running benchmark binary (where `cairn` and bench-data/ are by default).
+std::string BenchBinaryDir();
+
+// `cairn generate` of `lines` lines of 10 words (seed 42) into `path`, for the subcommands'
+// corpora; an error naming what failed.
+Status GenerateLines(const std::string& cairn, const std::string& path, int64_t lines);
+
 }  // namespace cairn

@@ -1,7 +1,5 @@
 #include "bench/rebalance_bench.h"
 
-#include <unistd.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -16,17 +14,6 @@
 
 namespace cairn {
 namespace {
-
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-std::string Self() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("cairn-bench");
-}
 
 // The number after `key` in the run summary of `cairn run` (0 when missing).
 double NumberAfter(const std::string& out, const std::string& key) {
@@ -45,7 +32,7 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
   int reps = 3;
   int64_t lines = 1000000;
   int64_t slow_us = 20000;
-  std::string cairn = DirOf(Self()) + "/cairn", data_dir;
+  std::string cairn = BenchBinaryDir() + "/cairn", data_dir;
   for (size_t i = 0; i < args.size(); ++i) {
     auto next = [&](std::string* v) { return i + 1 < args.size() && (*v = args[++i], true); };
     std::string v;
@@ -59,16 +46,13 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
       return 2;
     }
   }
-  if (data_dir.empty()) data_dir = DirOf(Self()) + "/bench-data";
+  if (data_dir.empty()) data_dir = BenchBinaryDir() + "/bench-data";
   const std::string scratch = data_dir + "/rebalance-scratch";
   RemoveAll(scratch).IgnoreError();  // scratch space: best effort
   if (Status s = CreateDirs(scratch); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
   const std::string corpus = scratch + "/lines.txt";
-  ChildResult g;
-  Status s = RunChild({cairn, "generate", "--out", corpus, "--words", std::to_string(lines * 10), "--words-per-line",
-                       "10", "--seed", "42"},
-                      &g);
-  if (!s.ok() || !g.ok()) return fprintf(stderr, "cairn-bench: generating the corpus failed\n"), 1;
+  if (Status g = GenerateLines(cairn, corpus, lines); !g.ok())
+    return fprintf(stderr, "cairn-bench: %s\n", g.message().c_str()), 1;
   printf("cairn-bench rebalance: %" PRId64 " lines (%" PRId64 " words); source and tokenize parallelism 3, count 2; "
          "tokenize[1] sleeps %" PRId64 " us before each batch; checkpoints every 50 ms; %d runs each, interleaved; "
          "load average %.2f at the start\n",

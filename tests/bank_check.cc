@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tests/test_util.h"
+#include "tests/wordcount_check.h"
 
 namespace cairn::testing {
 namespace {
@@ -56,6 +57,17 @@ int ExpectEveryCheckpointConservesMoney(const std::string& ckdir, int64_t accoun
   }
   EXPECT_GT(checked, 0) << "no completed checkpoint in " << ckdir;
   return with_in_flight;
+}
+
+void ExpectMoneyConservedAcrossKills(const std::vector<std::string>& args, const std::string& dir, int64_t accounts,
+                                     int64_t initial_balance, const std::vector<std::string>& env) {
+  KillPlan plan = PacedKillPlan(4, dir + "/ck", 30, {"operators.requests.rate=500"}, {"operators.requests.rate=0"});
+  plan.env = env;
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir, plan);
+  ASSERT_TRUE(kr.completed);
+  EXPECT_EQ(kr.kills, 4);
+  ExpectEveryCheckpointConservesMoney(dir + "/ck", accounts, initial_balance);
 }
 
 }  // namespace cairn::testing

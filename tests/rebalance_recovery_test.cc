@@ -119,16 +119,9 @@ TEST(RebalanceBank, UnalignedCheckpointsConserveMoneyAndTheJobEnds) { BankToComp
 
 void BankWithKills(const std::string& mode) {
   ScratchDir dir;
-  std::vector<std::string> args = {"run", BankJob(dir), "--quiet", "--restore", "latest", "--set",
-                                   "checkpoint.dir=" + dir / "ck", "--set", "checkpoint.mode=" + mode};
-  // Killed runs send 500 requests/s per subtask: 60000 take a minute, far beyond a kill.
-  KillPlan plan = PacedKillPlan(4, dir / "ck", 30, {"operators.requests.rate=500"}, {"operators.requests.rate=0"});
-  plan.env = {"CAIRN_SLOW_SUBTASK=slow:1:2000"};
-  SCOPED_TRACE("mode " + mode + ", kill seed " + std::to_string(plan.seed));
-  KillRun kr = RunWithKills(args, dir.path(), plan);
-  ASSERT_TRUE(kr.completed);
-  EXPECT_EQ(kr.kills, 4);
-  ExpectEveryCheckpointConservesMoney(dir / "ck", kAccounts, kInitial);
+  ExpectMoneyConservedAcrossKills({"run", BankJob(dir), "--quiet", "--restore", "latest", "--set",
+                                   "checkpoint.dir=" + dir / "ck", "--set", "checkpoint.mode=" + mode},
+                                  dir.path(), kAccounts, kInitial, {"CAIRN_SLOW_SUBTASK=slow:1:2000"});
 }
 
 TEST(RebalanceBank, AlignedMoneyIsConservedAcrossSigkills) { BankWithKills("aligned"); }
