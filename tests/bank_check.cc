@@ -59,6 +59,16 @@ int ExpectEveryCheckpointConservesMoney(const std::string& ckdir, int64_t accoun
   return with_in_flight;
 }
 
+void ExpectMoneyConservedToTheEnd(const std::vector<std::string>& args, const std::string& ckdir, int64_t accounts,
+                                  int64_t initial_balance, const std::vector<std::string>& env) {
+  RunResult r = RunCairn(args, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(ExpectEveryCheckpointConservesMoney(ckdir, accounts, initial_balance), 0)
+      << "no checkpoint caught a credit in flight";
+  RunResult ck = RunCairn({"checkpoints", ckdir, "--json"});
+  EXPECT_NE(ck.out.find("\"channel_state_bytes\":0,\"final\":true"), std::string::npos) << ck.out;
+}
+
 void ExpectMoneyConservedAcrossKills(const std::vector<std::string>& args, const std::string& dir, int64_t accounts,
                                      int64_t initial_balance, const std::vector<std::string>& env) {
   KillPlan plan = PacedKillPlan(4, dir + "/ck", 30, {"operators.requests.rate=500"}, {"operators.requests.rate=0"});

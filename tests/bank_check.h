@@ -22,6 +22,12 @@ BankMoney CountBankMoney(const std::string& checkpoint);
 // returns how many of them held credits in flight.
 int ExpectEveryCheckpointConservesMoney(const std::string& ckdir, int64_t accounts, int64_t initial_balance);
 
+// Runs a bank job (`args`, with the checkpoint.dir `ckdir`) to its end and expects the invariant
+// of every checkpoint, at least one of them with credits in flight, and a final checkpoint with
+// nothing in flight. `env` is added to the run's environment.
+void ExpectMoneyConservedToTheEnd(const std::vector<std::string>& args, const std::string& ckdir, int64_t accounts,
+                                  int64_t initial_balance, const std::vector<std::string>& env = {});
+
 // Runs a bank job (`args`: `cairn run ... --restore latest --set checkpoint.dir=<dir>/ck`) under
 // four SIGKILLs, each after 1-3 new completed checkpoints (plus up to one 30 ms interval), the
 // killed runs sending 500 requests/s per subtask (60000 take a minute: no run ends before its
