@@ -44,8 +44,9 @@ bool RebalanceQueue::Push(moodycamel::ProducerToken* token, RebalanceItem&& item
   if (blocked_since != Parker::Clock::time_point{})
     blocked_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Parker::Clock::now() - blocked_since).count(),
                           std::memory_order_relaxed);
-  queued_.fetch_add(1, std::memory_order_seq_cst);
+  // Counted once it is in the queue, so that a consumer that sees the count finds the item.
   queue_.enqueue(*token, std::move(item));  // may allocate a block; bounded by the count above
+  queued_.fetch_add(1, std::memory_order_seq_cst);
   WakeConsumers();
   return true;
 }
