@@ -21,6 +21,8 @@ const char* CheckpointFailureMessage(CheckpointFailureReason r) {
     case CheckpointFailureReason::kMetadataWriteFailed: return "the checkpoint metadata could not be written";
     case CheckpointFailureReason::kSavepointWriteFailed: return "the savepoint could not be written";
     case CheckpointFailureReason::kJobEnded: return "the job ended before the checkpoint completed";
+    case CheckpointFailureReason::kUncountedInFlight:
+      return "the batches in flight on a load-balanced edge were not all received";
   }
   return "?";
 }
@@ -289,7 +291,7 @@ void CheckpointCoordinator::OnAck(TaskAck ack) {
   }
   if (++p.acks < tasks_.size()) return;
   if (std::string why = RebalanceMismatch(p); !why.empty()) {
-    Fail(ack.id, CheckpointFailureReason::kDeclined, why);
+    Fail(ack.id, CheckpointFailureReason::kUncountedInFlight, why);
     return;
   }
   Pending done = std::move(p);

@@ -56,6 +56,7 @@ enum class CheckpointFailureReason {
   kMetadataWriteFailed,  // the commit point could not be written
   kSavepointWriteFailed, // the checkpoint committed, but its savepoint copy could not be written
   kJobEnded,             // the job ended (or was cancelled) before the checkpoint completed
+  kUncountedInFlight,    // a load-balanced edge's counts do not add up (Mattern's termination)
 };
 const char* CheckpointFailureMessage(CheckpointFailureReason r);
 
