@@ -84,6 +84,12 @@ class Consumer {
     return Describe(ev);
   }
   bool HasWork() const { return gate_.HasWork(); }
+  // What a task blocked on its output looks at (no batch is processed).
+  std::string Priority() {
+    GateEvent ev = gate_.PollPriority();
+    if (ev.kind == GateEvent::Kind::kChannelStateDone) counts_ = ev.channel_state->rebalance_counts;
+    return Describe(ev);
+  }
   // The next event, a batch kept in progress until FinishTaken.
   std::string Take() {
     taken_ = gate_.Poll();
@@ -201,6 +207,74 @@ TEST(RebalanceColours, ConsumersRecordWhatTheyReceivedAfterTheirOwnSnapshot) {
     for (const RebalanceCount& k : c->counts()) received += k.received_before + k.received_after;
   EXPECT_EQ(received, p0.reported() + p1.reported());
   EXPECT_EQ(received, 2u);
+}
+
+TEST(RebalanceColours, AnOpenRecordReadsTheQueueAheadWithoutWaitingForProcessing) {
+  const CheckpointMode kU = CheckpointMode::kUnaligned;  // unaligned records read ahead
+  // As a task blocked on its output would: the white batches on the queue are recorded (and
+  // counted) when read ahead, the record completes, and they are processed later, once.
+  RebalanceQueue q("up[*]->down[*]", 16, 2);
+  Producer p0(&q, 0), p1(&q, 1);
+  Consumer c(&q);
+  p0.Snapshot(1, kU);
+  p0.Push({"red"});
+  EXPECT_EQ(c.Next(), "checkpoint:1");
+  p1.Push({"w1"});
+  p1.Push({"w2"});
+  p1.Snapshot(1, kU);
+  EXPECT_EQ(c.Priority(), "channel-state:1:w1,w2");
+  ASSERT_EQ(c.counts().size(), 1u);
+  EXPECT_EQ(c.counts()[0].received_before, 0u);
+  EXPECT_EQ(c.counts()[0].received_after, 2u);
+  EXPECT_EQ(c.Next(), "batch:red");
+  EXPECT_EQ(c.Next(), "batch:w1");
+  EXPECT_EQ(c.Next(), "batch:w2");
+  EXPECT_EQ(c.Next(), "none");
+  p0.Push({"x"});
+  p0.Snapshot(2, kU);
+  p1.Snapshot(2, kU);
+  EXPECT_EQ(c.Next(), "batch:x");
+  EXPECT_EQ(c.Next(), "checkpoint:2");
+  EXPECT_EQ(c.Next(), "channel-state:2:");
+}
+
+TEST(RebalanceColours, AnAlignedRecordWaitsForTheBatchesToBeProcessed) {
+  RebalanceQueue q("up[*]->down[*]", 16, 2);
+  Producer p0(&q, 0), p1(&q, 1);
+  Consumer c(&q);
+  p0.Snapshot(1);
+  p0.Push({"red"});
+  EXPECT_EQ(c.Next(), "checkpoint:1");
+  p1.Push({"w"});
+  p1.Snapshot(1);
+  EXPECT_EQ(c.Priority(), "none");  // nothing read ahead
+  EXPECT_EQ(c.Next(), "batch:red");
+  EXPECT_EQ(c.Next(), "batch:w");
+  EXPECT_EQ(c.Next(), "channel-state:1:w");
+}
+
+TEST(RebalanceColours, BatchesReadAheadForOneRecordAreInTheNextOneTooUntilProcessed) {
+  const CheckpointMode kU = CheckpointMode::kUnaligned;  // unaligned records read ahead
+  RebalanceQueue q("up[*]->down[*]", 16, 2);
+  Producer p0(&q, 0), p1(&q, 1);
+  Consumer c(&q);
+  p0.Snapshot(1, kU);
+  p0.Snapshot(2, kU);
+  p0.Push({"red2"});
+  EXPECT_EQ(c.Next(), "checkpoint:1");  // red2 waits in the slot for checkpoint 2's barrier too
+  p1.Push({"w"});                       // white for 1 and 2
+  EXPECT_EQ(c.Priority(), "none");      // w read ahead into record 1; producer 1 has not snapshotted
+  p1.Snapshot(1, kU);
+  EXPECT_EQ(c.Priority(), "channel-state:1:w");
+  EXPECT_EQ(c.Next(), "checkpoint:2");  // w, read ahead but not processed: in flight for 2 too
+  p1.Snapshot(2, kU);
+  EXPECT_EQ(c.Next(), "channel-state:2:w");
+  ASSERT_EQ(c.counts().size(), 1u);
+  EXPECT_EQ(c.counts()[0].received_before, 0u);
+  EXPECT_EQ(c.counts()[0].received_after, 1u);
+  EXPECT_EQ(c.Next(), "batch:red2");
+  EXPECT_EQ(c.Next(), "batch:w");
+  EXPECT_EQ(c.Next(), "none");
 }
 
 TEST(RebalanceColours, SeveralCheckpointsAreTakenInOrderFromOneBatch) {

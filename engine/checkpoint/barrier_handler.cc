@@ -182,7 +182,7 @@ void BarrierHandler::TakeUnaligned(const Barrier& b, SubtaskCheckpointMode mode,
   t.channel_state_pending = true;
   gate_->UnblockAll();
   last_snapshot_ = b.id;
-  recorder_->Start(b.id, std::move(ends));
+  recorder_->Start(b.id, std::move(ends), /*read_ahead=*/true);
   recorder_->Advance(b.id);
   triggered_ = t;
 }

@@ -6,7 +6,7 @@
 
 namespace cairn {
 
-void ChannelStateRecorder::Start(CheckpointId id, std::vector<uint64_t> ends) {
+void ChannelStateRecorder::Start(CheckpointId id, std::vector<uint64_t> ends, bool read_ahead) {
   const size_t n = gate_->size();
   Recording r;
   r.records = std::make_unique<ChannelStateRecords>();
@@ -15,6 +15,7 @@ void ChannelStateRecorder::Start(CheckpointId id, std::vector<uint64_t> ends) {
   r.start.resize(n);
   r.copied.resize(n);
   r.end = std::move(ends);
+  r.read_ahead = read_ahead;
   r.rebalance_open.assign(n, 0);
   r.received_before.assign(n, 0);
   r.received_after.assign(n, 0);
@@ -28,7 +29,17 @@ void ChannelStateRecorder::Start(CheckpointId id, std::vector<uint64_t> ends) {
       // No position ends this part: the colours decide (OnProcessed), the counts close it.
       r.end[i] = r.start[i];
       r.rebalance_open[i] = !gate_->end_of_stream(i);
-      r.received_before[i] = gate_->DeliveredBelow(i, id);
+      // Batches read ahead for an earlier record (counted, not processed) are in flight for
+      // this one too: recorded now, counted after the snapshot.
+      uint64_t ahead = 0;
+      RecordBatch& rec = r.records->records[i];
+      gate_->VisitRebalanceUnprocessed(i, [&](const RecordBatch& b, size_t first, CheckpointId colour, bool counted) {
+        if (!counted || colour >= id) return;
+        rec.AppendRange(b, first, b.size());
+        ++ahead;
+      });
+      r.received_before[i] = gate_->DeliveredBelow(i, id) - ahead;
+      r.received_after[i] = ahead;
     }
   }
   recordings_.emplace(id, std::move(r));
@@ -52,7 +63,9 @@ void ChannelStateRecorder::CopyRange(const RecordBatch& b, uint64_t first_pos, s
 void ChannelStateRecorder::OnProcessed(size_t ch, const RecordBatch& b, size_t begin, size_t end) {
   const uint64_t consumed = gate_->consumed(ch);
   if (gate_->rebalance(ch) != nullptr) {
-    // Lai–Yang: a batch of an older colour than the checkpoint, processed after the snapshot.
+    // Lai–Yang: a batch of an older colour than the checkpoint, processed after the snapshot;
+    // one read ahead is in every record that wants it already.
+    if (gate_->in_progress_counted()) return;
     const CheckpointId colour = gate_->in_progress_colour();
     for (auto& [id, r] : recordings_) {
       if (!r.rebalance_open[ch] || colour >= id) continue;
@@ -88,9 +101,35 @@ void ChannelStateRecorder::Advance(Recording& r, size_t ch) {
 }
 
 void ChannelStateRecorder::AdvanceAll() {
-  for (auto& [id, r] : recordings_) {
+  for (auto& [id, r] : recordings_)
     for (size_t ch = 0; ch < gate_->size(); ++ch) Advance(r, ch);
-    CloseRebalance(id, r);
+  for (size_t ch = 0; ch < gate_->size(); ++ch)
+    if (gate_->rebalance(ch) != nullptr) ReadAheadRebalance(ch);
+  for (auto& [id, r] : recordings_) CloseRebalance(id, r);
+}
+
+void ChannelStateRecorder::ReadAheadRebalance(size_t ch) {
+  // As an unaligned checkpoint reads a channel ahead to its barrier, its open record takes the
+  // batches waiting on the shared queue now rather than after the backlog: the white ones are
+  // recorded (and counted) at once, and processed later by this subtask. At most the queue's
+  // capacity waits here.
+  const RebalanceQueue* q = gate_->rebalance(ch);
+  auto wanted = [&] {
+    const CheckpointId complete = q->Look().white_complete;
+    for (const auto& [id, r] : recordings_)
+      if (r.read_ahead && r.rebalance_open[ch] && complete < id) return true;
+    return false;
+  };
+  while (wanted()) {
+    InputGate::AheadItem* item = gate_->ReadAheadRebalance(ch, q->capacity());
+    if (item == nullptr) return;
+    for (auto& [id, r] : recordings_) {
+      if (!r.rebalance_open[ch] || item->colour >= id) continue;
+      r.records->records[ch].AppendRange(*item->batch, 0, item->batch->size());
+      ++r.received_after[ch];
+      item->counted = true;
+    }
+    if (item->counted) gate_->CountDelivered(ch, item->colour);
   }
 }
 

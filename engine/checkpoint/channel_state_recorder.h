@@ -17,7 +17,10 @@
 // no position ends its part: Lai and Yang's rule records instead every batch of an older colour
 // than the checkpoint (sent before its producer's snapshot) processed after this subtask's
 // snapshot, and the part closes when Mattern's count says every such batch of the edge was
-// processed (RebalanceQueue::View::white_complete), or when the slot ended its stream. The
+// processed (RebalanceQueue::View::white_complete), or when the slot ended its stream. While a
+// part of an unaligned checkpoint is open, the slot's queue is read ahead (up to its capacity)
+// into the gate, its white batches recorded and counted at once (then processed later, not
+// recorded again); an aligned one waits for them to be processed instead. The
 // finished records carry the slot's counts for the coordinator.
 //
 // Contract: used by the task thread only, with the gate it was made for (which outlives it).
@@ -52,7 +55,8 @@ class ChannelStateRecorder {
 
   // Starts recording checkpoint `id` at every channel's consumed position; ends[ch] is where the
   // channel's part ends, or kUnknown until SetEnd. Reads nothing ahead yet (AdvanceAll, SetEnd).
-  void Start(CheckpointId id, std::vector<uint64_t> ends);
+  // `read_ahead` (unaligned checkpoints): its open rebalance parts read their queue ahead.
+  void Start(CheckpointId id, std::vector<uint64_t> ends, bool read_ahead = false);
   // Copies what is known of checkpoint `id`'s channels now, reading them ahead.
   void Advance(CheckpointId id);
   // Channel `slot`'s part of checkpoint `id` ends at `end` (if not known already); copies it.
@@ -82,8 +86,10 @@ class ChannelStateRecorder {
     // Rebalance slots: the part is open (not every white batch processed yet); the counts.
     std::vector<char> rebalance_open;
     std::vector<uint64_t> received_before, received_after;
+    bool read_ahead = false;
   };
   void CloseRebalance(CheckpointId id, Recording& r);
+  void ReadAheadRebalance(size_t slot);
   void Advance(Recording& r, size_t slot);
   static void CopyRange(const RecordBatch& b, uint64_t first_pos, size_t first_row, size_t rows, Recording& r,
                         size_t slot);

@@ -18,7 +18,7 @@ bool InputGate::HasWork() const {
     const ChannelState& s = state_[i];
     if (s.blocked || s.end_of_stream) continue;
     if (RebalanceQueue* q = inputs_[i].rebalance) {
-      if (s.held != nullptr || q->HasData()) return true;
+      if (!s.ahead.empty() || q->HasData()) return true;
       const RebalanceQueue::View v = q->Look();
       Barrier b;
       if (IdleRebalanceBarrier(i, v, &b)) return true;
@@ -40,6 +40,29 @@ uint64_t InputGate::DeliveredBelow(size_t ch, CheckpointId id) const {
   return n;
 }
 
+void InputGate::CountDelivered(size_t ch, CheckpointId colour) {
+  ++state_[ch].delivered[colour];
+  inputs_[ch].rebalance->Delivered(colour);
+}
+
+InputGate::AheadItem* InputGate::ReadAheadRebalance(size_t ch, size_t limit) {
+  ChannelState& s = state_[ch];
+  if (s.ahead.size() >= limit) return nullptr;
+  RebalanceItem item;
+  if (!inputs_[ch].rebalance->TryPop(&item)) return nullptr;
+  s.received += item.batch->size();
+  s.ahead.push_back(AheadItem{std::move(item.batch), item.colour, false});
+  return &s.ahead.back();
+}
+
+void InputGate::VisitRebalanceUnprocessed(
+    size_t ch, const std::function<void(const RecordBatch&, size_t, CheckpointId, bool)>& visit) const {
+  if (in_progress_ != nullptr && in_progress_slot_ == ch)
+    visit(*in_progress_, in_progress_offset_, in_progress_colour_, in_progress_counted_);
+  if (stash_ != nullptr && stash_slot_ == ch) visit(*stash_, 0, stash_colour_, stash_counted_);
+  for (const AheadItem& a : state_[ch].ahead) visit(*a.batch, 0, a.colour, a.counted);
+}
+
 bool InputGate::IdleRebalanceBarrier(size_t ch, const RebalanceQueue::View& v, Barrier* b) const {
   const ChannelState& s = state_[ch];
   // Only checkpoints every producer snapshotted; before the end of input, only those some
@@ -54,24 +77,26 @@ InputGate::Read InputGate::ReadRebalance(size_t ch, Barrier* barrier) {
   ChannelState& s = state_[ch];
   RebalanceQueue* q = inputs_[ch].rebalance;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (s.held == nullptr) {
+    if (s.ahead.empty()) {
       RebalanceItem item;
       if (q->TryPop(&item)) {
-        s.held = std::move(item.batch);
-        s.held_colour = item.colour;
-        s.received += s.held->size();
+        s.received += item.batch->size();
+        s.ahead.push_back(AheadItem{std::move(item.batch), item.colour, false});
       }
     }
-    if (s.held != nullptr) {
+    if (!s.ahead.empty()) {
+      AheadItem& held = s.ahead.front();
       // A newer colour: the producer snapshotted since; its barriers come before the batch.
-      if (s.held_colour > s.barrier_done && q->NextBarrier(s.barrier_done, s.held_colour, barrier)) {
+      if (held.colour > s.barrier_done && q->NextBarrier(s.barrier_done, held.colour, barrier)) {
         s.barrier_done = barrier->id;
         return Read::kBarrier;
       }
-      s.barrier_done = std::max(s.barrier_done, s.held_colour);
-      stash_ = std::move(s.held);
+      s.barrier_done = std::max(s.barrier_done, held.colour);
+      stash_ = std::move(held.batch);
       stash_slot_ = ch;
-      stash_colour_ = s.held_colour;
+      stash_colour_ = held.colour;
+      stash_counted_ = held.counted;
+      s.ahead.pop_front();
       return Read::kBatch;
     }
     const RebalanceQueue::View v = q->Look();
@@ -122,7 +147,7 @@ std::string InputGate::Describe() const {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const ChannelState& s = state_[i];
     if (const RebalanceQueue* q = inputs_[i].rebalance) {
-      out += q->Describe() + "    this subtask: held=" + (s.held != nullptr ? "yes" : "no") +
+      out += q->Describe() + "    this subtask: taken ahead=" + std::to_string(s.ahead.size()) +
              " barrier_done=" + std::to_string(s.barrier_done) + " consumed=" + std::to_string(s.consumed) +
              (s.blocked ? " blocked" : "") + (s.end_of_input ? " end_of_input" : "") +
              (s.end_of_stream ? " end_of_stream" : "") + "\n";
@@ -154,11 +179,10 @@ void InputGate::AddRestored(size_t ch, RecordBatch records) {
 void InputGate::MarkProcessed(size_t ch, const RecordBatch& b, size_t begin, size_t end) {
   state_[ch].consumed += end - begin;
   in_progress_offset_ = end;
-  if (RebalanceQueue* q = inputs_[ch].rebalance; q != nullptr && end == b.size()) {
+  if (inputs_[ch].rebalance != nullptr && end == b.size() && !in_progress_counted_) {
     // Mattern's count: the item is received once all of it is processed (recorded, when after
-    // a snapshot it belongs to).
-    ++state_[ch].delivered[in_progress_colour_];
-    q->Delivered(in_progress_colour_);
+    // a snapshot it belongs to), unless it was counted when read ahead into a record.
+    CountDelivered(ch, in_progress_colour_);
   }
   if (end == b.size()) in_progress_ = nullptr;
 }
@@ -229,6 +253,7 @@ std::unique_ptr<RecordBatch> InputGate::TakeStash() {
   in_progress_slot_ = stash_slot_;
   in_progress_offset_ = 0;
   in_progress_colour_ = stash_colour_;
+  in_progress_counted_ = stash_counted_;
   return std::move(stash_);
 }
 

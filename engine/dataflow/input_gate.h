@@ -123,9 +123,27 @@ class InputGate {
   RebalanceQueue* rebalance(size_t slot) const { return inputs_[slot].rebalance; }
   // Rebalance slots: items of a colour below `id` this subtask processed completely.
   uint64_t DeliveredBelow(size_t slot, CheckpointId id) const;
-  // Rebalance slots: the colour of the batch in progress (or in the stash, before TakeStash).
+  // Rebalance slots: the colour of the batch in progress (or in the stash, before TakeStash),
+  // and whether it was counted already (read ahead into a record: Delivered when read).
   CheckpointId in_progress_colour() const { return in_progress_colour_; }
-  CheckpointId stash_colour() const { return stash_colour_; }
+  bool in_progress_counted() const { return in_progress_counted_; }
+  // Rebalance slots: items taken off the shared queue but not delivered yet, oldest first.
+  struct AheadItem {
+    std::unique_ptr<RecordBatch> batch;
+    CheckpointId colour = 0;
+    bool counted = false;  // Delivered (local and edge counts) already: recorded when read ahead
+  };
+  const std::deque<AheadItem>& rebalance_ahead(size_t slot) const { return state_[slot].ahead; }
+  // Takes the next item off rebalance slot `slot`'s queue into its list, if fewer than `limit`
+  // wait there (a recorder reading ahead); null when none. Asks nothing of the producers.
+  AheadItem* ReadAheadRebalance(size_t slot, size_t limit);
+  // Counts an item of colour `colour` of rebalance slot `slot` as received (Mattern's count).
+  void CountDelivered(size_t slot, CheckpointId colour);
+  // Visits what rebalance slot `slot` has taken off its queue and not processed: the rest of the
+  // batch in progress, the stash, the read-ahead items (rows [first_row, size) of each batch).
+  void VisitRebalanceUnprocessed(size_t slot,
+                                 const std::function<void(const RecordBatch&, size_t first_row, CheckpointId colour,
+                                                          bool counted)>& visit) const;
   bool end_of_stream(size_t slot) const { return state_[slot].end_of_stream; }
   // Channels that are not feedback channels and have not ended their stream.
   size_t OpenChannels() const { return regular_ - ended_stream_; }
@@ -151,9 +169,8 @@ class InputGate {
     uint64_t restored = 0;              // restored records ahead of the producer's position 0
     bool restored_pending = false;      // the restored records are still at the overflow's front
     std::deque<StreamElement> overflow; // taken off the queue ahead of time; read before it
-    // Rebalance slots.
-    std::unique_ptr<RecordBatch> held;  // popped, waiting for the barriers its colour brings
-    CheckpointId held_colour = 0;
+    // Rebalance slots. The front of `ahead` waits for the barriers its colour brings.
+    std::deque<AheadItem> ahead;
     CheckpointId barrier_done = 0;      // the newest barrier reported on the slot
     std::map<CheckpointId, uint64_t> delivered;  // colour -> items processed completely
   };
@@ -186,6 +203,8 @@ class InputGate {
   size_t stash_slot_ = 0;
   CheckpointId stash_colour_ = 0;
   CheckpointId in_progress_colour_ = 0;
+  bool stash_counted_ = false;
+  bool in_progress_counted_ = false;
 };
 
 }  // namespace cairn

@@ -70,6 +70,7 @@ class RebalanceQueue {
   const SchemaRef& schema() const { return schema_; }
   void set_schema(SchemaRef s) { schema_ = std::move(s); }
   uint32_t producers() const { return producers_; }
+  size_t capacity() const { return capacity_; }
 
   // Before the job starts.
   void AddProducer(Parker* p) { producer_parkers_.push_back(p); }
