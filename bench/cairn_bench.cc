@@ -72,7 +72,7 @@ constexpr const char* kUsage =
     "                        beside file -> file, checkpoints every 1 s (--lines, default 400000; docs/benchmarks.md)\n"
     "  rebalance ...         one slow tokenize subtask: a load-balanced edge (partition: rebalance) against a forward\n"
     "                        one, aligned and unaligned: lines/s and checkpoint duration (--lines, default 1000000;\n"
-    "                        --slow-us, default 20000 per batch; docs/benchmarks.md)\n";
+    "                        --slow-us, default 20000 per batch, 0: none; docs/benchmarks.md)\n";
 
 struct Flags {
   bool quick = false;

@@ -38,7 +38,7 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
     std::string v;
     if (args[i] == "--reps" && next(&v)) reps = std::max(1, atoi(v.c_str()));
     else if (args[i] == "--lines" && next(&v)) lines = std::max<int64_t>(1000, atoll(v.c_str()));
-    else if (args[i] == "--slow-us" && next(&v)) slow_us = std::max<int64_t>(1, atoll(v.c_str()));
+    else if (args[i] == "--slow-us" && next(&v)) slow_us = std::max<int64_t>(0, atoll(v.c_str()));
     else if (args[i] == "--cairn" && next(&v)) cairn = v;
     else if (args[i] == "--data-dir" && next(&v)) data_dir = v;
     else {
@@ -54,8 +54,8 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
   if (Status g = GenerateLines(cairn, corpus, lines); !g.ok())
     return fprintf(stderr, "cairn-bench: %s\n", g.message().c_str()), 1;
   printf("cairn-bench rebalance: %" PRId64 " lines (%" PRId64 " words); source and tokenize parallelism 3, count 2; "
-         "tokenize[1] sleeps %" PRId64 " us before each batch; checkpoints every 50 ms; %d runs each, interleaved; "
-         "load average %.2f at the start\n",
+         "tokenize[1] sleeps %" PRId64 " us before each batch (0: no slow subtask); checkpoints every 50 ms; %d runs "
+         "each, interleaved; load average %.2f at the start\n",
          lines, lines * 10, slow_us, reps, LoadAverage());
   const std::vector<std::string> configs = {"forward-aligned", "rebalance-aligned", "forward-unaligned",
                                             "rebalance-unaligned"};
@@ -80,9 +80,12 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
       const std::string job = dir + "/job.yaml";
       if (Status w = WriteFileAtomically(job, yaml); !w.ok())
         return fprintf(stderr, "cairn-bench: %s\n", w.message().c_str()), 1;
-      const std::string slow = "CAIRN_SLOW_SUBTASK=tokenize:1:" + std::to_string(slow_us);
+      // --slow-us 0: no slow subtask (what the protocol costs at full speed).
+      std::vector<std::string> argv = {cairn, "run", job};
+      if (slow_us > 0)
+        argv.insert(argv.begin(), {"/usr/bin/env", "CAIRN_SLOW_SUBTASK=tokenize:1:" + std::to_string(slow_us)});
       ChildResult c;
-      Status r = RunChild({"/usr/bin/env", slow, cairn, "run", job}, &c, 1800);
+      Status r = RunChild(argv, &c, 1800);
       const double sink = NumberAfter(c.out, "sink records");
       const bool ok = r.ok() && c.ok() && sink == static_cast<double>(lines * 10);
       if (!ok) {

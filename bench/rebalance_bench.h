@@ -3,7 +3,7 @@
 // (parallelism 3, subtask 1 sleeping before each batch) -> count -> discard, the tokenize input
 // either `{from: source, partition: rebalance}` or the plain id (forward, chained with the
 // source), in aligned and unaligned mode; lines/s of the run and the checkpoints' median
-// duration (docs/benchmarks.md, "Load-balanced edges").
+// duration (docs/benchmarks.md, "Load-balanced edges"). --slow-us 0: no slow subtask.
 #pragma once
 
 #include <string>

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -209,33 +210,31 @@ TEST(RebalanceColours, ConsumersRecordWhatTheyReceivedAfterTheirOwnSnapshot) {
   EXPECT_EQ(received, 2u);
 }
 
-TEST(RebalanceColours, AnOpenRecordReadsTheQueueAheadWithoutWaitingForProcessing) {
-  const CheckpointMode kU = CheckpointMode::kUnaligned;  // unaligned records read ahead
-  // As a task blocked on its output would: the white batches on the queue are recorded (and
-  // counted) when read ahead, the record completes, and they are processed later, once.
+TEST(RebalanceColours, AnUnalignedCheckpointIsTakenAtOnceAndReadsTheQueueAhead) {
+  // As a task blocked on its output would: the barrier of an unaligned checkpoint is taken as
+  // soon as a producer took it (before the batches the consumer holds), and the white batches on
+  // the queue are recorded (and counted) when read ahead; the record completes, and they are
+  // processed later, once.
+  const CheckpointMode kU = CheckpointMode::kUnaligned;
   RebalanceQueue q("up[*]->down[*]", 16, 2);
   Producer p0(&q, 0), p1(&q, 1);
   Consumer c(&q);
+  p1.Push({"w1"});
   p0.Snapshot(1, kU);
   p0.Push({"red"});
-  EXPECT_EQ(c.Next(), "checkpoint:1");
-  p1.Push({"w1"});
+  EXPECT_EQ(c.Priority(), "checkpoint:1");  // nothing processed yet
   p1.Push({"w2"});
   p1.Snapshot(1, kU);
   EXPECT_EQ(c.Priority(), "channel-state:1:w1,w2");
   ASSERT_EQ(c.counts().size(), 1u);
   EXPECT_EQ(c.counts()[0].received_before, 0u);
   EXPECT_EQ(c.counts()[0].received_after, 2u);
-  EXPECT_EQ(c.Next(), "batch:red");
-  EXPECT_EQ(c.Next(), "batch:w1");
-  EXPECT_EQ(c.Next(), "batch:w2");
+  // The consumer processes all three, in the order the queue gave them (it is not FIFO across
+  // producers), each once.
+  std::multiset<std::string> batches;
+  for (int i = 0; i < 3; ++i) batches.insert(c.Next());
+  EXPECT_EQ(batches, (std::multiset<std::string>{"batch:red", "batch:w1", "batch:w2"}));
   EXPECT_EQ(c.Next(), "none");
-  p0.Push({"x"});
-  p0.Snapshot(2, kU);
-  p1.Snapshot(2, kU);
-  EXPECT_EQ(c.Next(), "batch:x");
-  EXPECT_EQ(c.Next(), "checkpoint:2");
-  EXPECT_EQ(c.Next(), "channel-state:2:");
 }
 
 TEST(RebalanceColours, AnAlignedRecordWaitsForTheBatchesToBeProcessed) {
@@ -254,25 +253,23 @@ TEST(RebalanceColours, AnAlignedRecordWaitsForTheBatchesToBeProcessed) {
 }
 
 TEST(RebalanceColours, BatchesReadAheadForOneRecordAreInTheNextOneTooUntilProcessed) {
-  const CheckpointMode kU = CheckpointMode::kUnaligned;  // unaligned records read ahead
+  const CheckpointMode kU = CheckpointMode::kUnaligned;
   RebalanceQueue q("up[*]->down[*]", 16, 2);
   Producer p0(&q, 0), p1(&q, 1);
   Consumer c(&q);
   p0.Snapshot(1, kU);
-  p0.Snapshot(2, kU);
-  p0.Push({"red2"});
-  EXPECT_EQ(c.Next(), "checkpoint:1");  // red2 waits in the slot for checkpoint 2's barrier too
+  EXPECT_EQ(c.Priority(), "checkpoint:1");
   p1.Push({"w"});                       // white for 1 and 2
   EXPECT_EQ(c.Priority(), "none");      // w read ahead into record 1; producer 1 has not snapshotted
+  p0.Snapshot(2, kU);
+  EXPECT_EQ(c.Priority(), "checkpoint:2");  // w, read ahead but not processed: in flight for 2 too
   p1.Snapshot(1, kU);
   EXPECT_EQ(c.Priority(), "channel-state:1:w");
-  EXPECT_EQ(c.Next(), "checkpoint:2");  // w, read ahead but not processed: in flight for 2 too
   p1.Snapshot(2, kU);
-  EXPECT_EQ(c.Next(), "channel-state:2:w");
+  EXPECT_EQ(c.Priority(), "channel-state:2:w");
   ASSERT_EQ(c.counts().size(), 1u);
   EXPECT_EQ(c.counts()[0].received_before, 0u);
   EXPECT_EQ(c.counts()[0].received_after, 1u);
-  EXPECT_EQ(c.Next(), "batch:red2");
   EXPECT_EQ(c.Next(), "batch:w");
   EXPECT_EQ(c.Next(), "none");
 }
@@ -332,7 +329,7 @@ TEST(RebalanceColours, RestoredBatchesComeFirstAndCountAsSentByProducerZero) {
   EXPECT_EQ(c.counts()[0].received_before, 2u);
 }
 
-TEST(RebalanceColours, UnalignedCheckpointsAreTakenAtTheFirstRedBatchToo) {
+TEST(RebalanceColours, UnalignedCheckpointsRecordTheWhiteBatchesOfOtherProducers) {
   RebalanceQueue q("up[*]->down[*]", 16, 2);
   Producer p0(&q, 0), p1(&q, 1);
   Consumer c(&q);

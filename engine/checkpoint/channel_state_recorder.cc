@@ -120,16 +120,24 @@ void ChannelStateRecorder::ReadAheadRebalance(size_t ch) {
       if (r.read_ahead && r.rebalance_open[ch] && complete < id) return true;
     return false;
   };
+  // Records (and counts) a batch read ahead in every open record it is white for.
+  auto record = [&](InputGate::AheadItem& item) {
+    for (auto& [id, r] : recordings_) {
+      if (!r.rebalance_open[ch] || item.colour >= id) continue;
+      r.records->records[ch].AppendRange(*item.batch, 0, item.batch->size());
+      ++r.received_after[ch];
+      item.counted = true;
+    }
+    if (item.counted) gate_->CountDelivered(ch, item.colour);
+  };
+  if (!wanted()) return;
+  // Those read ahead before, of a colour that was new then and is white for this record now.
+  for (InputGate::AheadItem& item : gate_->rebalance_ahead(ch))
+    if (!item.counted) record(item);
   while (wanted()) {
     InputGate::AheadItem* item = gate_->ReadAheadRebalance(ch, q->capacity());
     if (item == nullptr) return;
-    for (auto& [id, r] : recordings_) {
-      if (!r.rebalance_open[ch] || item->colour >= id) continue;
-      r.records->records[ch].AppendRange(*item->batch, 0, item->batch->size());
-      ++r.received_after[ch];
-      item->counted = true;
-    }
-    if (item->counted) gate_->CountDelivered(ch, item->colour);
+    record(*item);
   }
 }
 

@@ -54,6 +54,23 @@ GateEvent CheckpointedInputGate::TakeStash() {
   return ev;
 }
 
+GateEvent CheckpointedInputGate::RebalanceBarrier(size_t slot, const Barrier& b) {
+  // A load-balanced edge's barrier of an unaligned checkpoint: as if it overtook the data.
+  PriorityEvent pe;
+  pe.kind = PriorityEvent::Kind::kUnalignedBarrier;
+  pe.barrier = b;
+  pe.position = gate_.consumed(slot);
+  return Checkpoint(handler_.OnPriorityEvent(slot, pe));
+}
+
+bool CheckpointedInputGate::HasPriorityWork() const {
+  if (handler_.has_deferred() || gate_.HasPriorityWork() || recorder_.RebalanceClosable()) return true;
+  Barrier b;
+  for (size_t i = 0; i < gate_.size(); ++i)
+    if (gate_.rebalance(i) != nullptr && gate_.EagerRebalanceBarrier(i, &b)) return true;
+  return false;
+}
+
 GateEvent CheckpointedInputGate::PollPriority() {
   recorder_.AdvanceAll();
   GateEvent ev = FinishedRecording();
@@ -61,6 +78,12 @@ GateEvent CheckpointedInputGate::PollPriority() {
   for (size_t i = 0; i < gate_.size(); ++i) {
     ev = DrainPriority(i);
     if (ev.kind != GateEvent::Kind::kNone) return ev;
+    Barrier b;
+    if (gate_.rebalance(i) != nullptr && gate_.EagerRebalanceBarrier(i, &b)) {
+      gate_.RebalanceBarrierReported(i, b.id);
+      ev = RebalanceBarrier(i, b);
+      if (ev.kind != GateEvent::Kind::kNone) return ev;
+    }
   }
   return Checkpoint(handler_.OnTimer());
 }
@@ -80,12 +103,7 @@ GateEvent CheckpointedInputGate::Poll() {
         return TakeStash();
       case InputGate::Read::kBarrier:
         if (gate_.rebalance(slot) != nullptr && barrier.mode == CheckpointMode::kUnaligned) {
-          // A load-balanced edge's barrier of an unaligned checkpoint: as if it overtook the data.
-          PriorityEvent pe;
-          pe.kind = PriorityEvent::Kind::kUnalignedBarrier;
-          pe.barrier = barrier;
-          pe.position = gate_.consumed(slot);
-          ev = Checkpoint(handler_.OnPriorityEvent(slot, pe));
+          ev = RebalanceBarrier(slot, barrier);
         } else {
           ev = Checkpoint(handler_.OnBarrier(slot, barrier));
         }

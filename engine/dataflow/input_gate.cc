@@ -40,6 +40,14 @@ uint64_t InputGate::DeliveredBelow(size_t ch, CheckpointId id) const {
   return n;
 }
 
+bool InputGate::EagerRebalanceBarrier(size_t ch, Barrier* b) const {
+  const ChannelState& s = state_[ch];
+  if (s.blocked || s.end_of_stream || s.end_of_input) return false;
+  RebalanceQueue* q = inputs_[ch].rebalance;
+  if (q->Look().any_ended_input) return false;
+  return q->NextBarrier(s.barrier_done, ~CheckpointId{0}, b) && b->mode == CheckpointMode::kUnaligned;
+}
+
 void InputGate::CountDelivered(size_t ch, CheckpointId colour) {
   ++state_[ch].delivered[colour];
   inputs_[ch].rebalance->Delivered(colour);

@@ -133,10 +133,17 @@ class InputGate {
     CheckpointId colour = 0;
     bool counted = false;  // Delivered (local and edge counts) already: recorded when read ahead
   };
-  const std::deque<AheadItem>& rebalance_ahead(size_t slot) const { return state_[slot].ahead; }
+  std::deque<AheadItem>& rebalance_ahead(size_t slot) { return state_[slot].ahead; }
   // Takes the next item off rebalance slot `slot`'s queue into its list, if fewer than `limit`
   // wait there (a recorder reading ahead); null when none. Asks nothing of the producers.
   AheadItem* ReadAheadRebalance(size_t slot, size_t limit);
+  // Rebalance slots: the barrier of an unaligned checkpoint some producer took, reported at
+  // once, before the batches the slot holds (a snapshot may come any time before the first
+  // batch of the new colour: Lai–Yang), as an unaligned barrier overtakes a channel's data.
+  // Only while no producer ended its input (then the order of the end of input rules).
+  bool EagerRebalanceBarrier(size_t slot, Barrier* b) const;
+  // The slot's barriers up to `id` were reported.
+  void RebalanceBarrierReported(size_t slot, CheckpointId id) { state_[slot].barrier_done = id; }
   // Counts an item of colour `colour` of rebalance slot `slot` as received (Mattern's count).
   void CountDelivered(size_t slot, CheckpointId colour);
   // Visits what rebalance slot `slot` has taken off its queue and not processed: the rest of the

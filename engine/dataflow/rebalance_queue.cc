@@ -117,6 +117,7 @@ void RebalanceQueue::ProducerEndedInput(CheckpointId colour) {
   {
     MutexLock l(&mu_);
     view_.end_colour = std::max(view_.end_colour, colour);
+    view_.any_ended_input = true;
     if (++ended_input_ == producers_) view_.all_ended_input = true;
   }
   WakeConsumers();

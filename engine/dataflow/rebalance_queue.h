@@ -106,6 +106,7 @@ class RebalanceQueue {
   struct View {
     CheckpointId all_snapshotted = 0;  // every producer snapshotted every checkpoint up to this one
     CheckpointId white_complete = 0;   // every white item of checkpoints up to this one was processed
+    bool any_ended_input = false;
     bool all_ended_input = false;
     CheckpointId end_colour = 0;       // all_ended_input: the newest colour a producer ended its input with
     bool all_ended_stream = false;
