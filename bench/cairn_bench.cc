@@ -49,7 +49,7 @@ constexpr const char* kUsage =
     "       cairn-bench baseline INPUT (OUTPUT | --count-only)\n"
     "       cairn-bench records [--reps N] [--events N] [--keys N] [--no-aggregate] [--cairn PATH] [--data-dir DIR]\n"
     "       cairn-bench kafka [--reps N] [--lines N] [--cairn PATH] [--data-dir DIR]\n"
-    "       cairn-bench rebalance [--reps N] [--lines N] [--slow-us N] [--cairn PATH] [--data-dir DIR]\n"
+    "       cairn-bench rebalance [--reps N] [--lines N] [--slow-us N] [--backpressure] [--cairn PATH] [--data-dir DIR]\n"
     "  --quick               a smoke test in under a minute: 1.7M words (~10 MB), 1 run per configuration\n"
     "  --reps N              runs per configuration (default 5; --quick: 1)\n"
     "  --words N             corpus size in words (default 17000000, ~102 MB; --quick: 1700000)\n"
@@ -72,7 +72,8 @@ constexpr const char* kUsage =
     "                        beside file -> file, checkpoints every 1 s (--lines, default 400000; docs/benchmarks.md)\n"
     "  rebalance ...         one slow tokenize subtask: a load-balanced edge (partition: rebalance) against a forward\n"
     "                        one, aligned and unaligned: lines/s and checkpoint duration (--lines, default 1000000;\n"
-    "                        --slow-us, default 20000 per batch, 0: none; docs/benchmarks.md)\n";
+    "                        --slow-us, default 20000 per batch, 0: none; --backpressure: a throttle as the stage;\n"
+    "                        docs/benchmarks.md)\n";
 
 struct Flags {
   bool quick = false;

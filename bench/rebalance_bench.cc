@@ -32,6 +32,7 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
   int reps = 3;
   int64_t lines = 1000000;
   int64_t slow_us = 20000;
+  bool backpressure = false;  // the stage is a throttle: its queue stays full
   std::string cairn = BenchBinaryDir() + "/cairn", data_dir;
   for (size_t i = 0; i < args.size(); ++i) {
     auto next = [&](std::string* v) { return i + 1 < args.size() && (*v = args[++i], true); };
@@ -39,6 +40,7 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
     if (args[i] == "--reps" && next(&v)) reps = std::max(1, atoi(v.c_str()));
     else if (args[i] == "--lines" && next(&v)) lines = std::max<int64_t>(1000, atoll(v.c_str()));
     else if (args[i] == "--slow-us" && next(&v)) slow_us = std::max<int64_t>(0, atoll(v.c_str()));
+    else if (args[i] == "--backpressure") backpressure = true;
     else if (args[i] == "--cairn" && next(&v)) cairn = v;
     else if (args[i] == "--data-dir" && next(&v)) data_dir = v;
     else {
@@ -53,10 +55,13 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
   const std::string corpus = scratch + "/lines.txt";
   if (Status g = GenerateLines(cairn, corpus, lines); !g.ok())
     return fprintf(stderr, "cairn-bench: %s\n", g.message().c_str()), 1;
-  printf("cairn-bench rebalance: %" PRId64 " lines (%" PRId64 " words); source and tokenize parallelism 3, count 2; "
-         "tokenize[1] sleeps %" PRId64 " us before each batch (0: no slow subtask); checkpoints every 50 ms; %d runs "
-         "each, interleaved; load average %.2f at the start\n",
-         lines, lines * 10, slow_us, reps, LoadAverage());
+  printf("cairn-bench rebalance: %" PRId64 " lines (%" PRId64 " words); %s; stage[1] sleeps %" PRId64
+         " us before each batch (0: no slow subtask); checkpoints every 50 ms; %d runs each, interleaved; load average "
+         "%.2f at the start\n",
+         lines, lines * 10,
+         backpressure ? "source -> stage (throttle, 100000 lines/s per subtask) -> discard, parallelism 3"
+                      : "source (parallelism 3) -> stage (tokenize, 3) -> count (2) -> discard (2)",
+         slow_us, reps, LoadAverage());
   const std::vector<std::string> configs = {"forward-aligned", "rebalance-aligned", "forward-unaligned",
                                             "rebalance-unaligned"};
   std::map<std::string, std::vector<double>> rate, ckpt;
@@ -69,25 +74,28 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
       const std::string dir = scratch + "/" + cfg;
       RemoveAll(dir).IgnoreError();  // scratch space: best effort
       (void)CreateDirs(dir);
-      const std::string yaml =
-          "job: bench-" + cfg + "\nparallelism: 3\ncheckpoint: {interval: 50ms, mode: " + mode + ", dir: '" + dir +
-          "/ck', retain: 1000}\noperators:\n"
-          "  - {id: source, type: file_source, path: '" + corpus + "'}\n"
-          "  - {id: tokenize, type: tokenize, inputs: [" + (rebalance ? "{from: source, partition: rebalance}" : "source") +
-          "]}\n"
-          "  - {id: count, type: count, key_by: word, parallelism: 2, inputs: [tokenize]}\n"
-          "  - {id: sink, type: discard_sink, parallelism: 2, inputs: [count]}\n";
+      const std::string input = rebalance ? "{from: source, partition: rebalance}" : "source";
+      std::string yaml = "job: bench-" + cfg + "\nparallelism: 3\ncheckpoint: {interval: 50ms, mode: " + mode +
+                         ", dir: '" + dir + "/ck', retain: 1000}\noperators:\n"
+                         "  - {id: source, type: file_source, path: '" + corpus + "'}\n";
+      if (backpressure)
+        yaml += "  - {id: stage, type: throttle, rate: 100000, inputs: [" + input + "]}\n"
+                "  - {id: sink, type: discard_sink, inputs: [stage]}\n";
+      else
+        yaml += "  - {id: stage, type: tokenize, inputs: [" + input + "]}\n"
+                "  - {id: count, type: count, key_by: word, parallelism: 2, inputs: [stage]}\n"
+                "  - {id: sink, type: discard_sink, parallelism: 2, inputs: [count]}\n";
       const std::string job = dir + "/job.yaml";
       if (Status w = WriteFileAtomically(job, yaml); !w.ok())
         return fprintf(stderr, "cairn-bench: %s\n", w.message().c_str()), 1;
       // --slow-us 0: no slow subtask (what the protocol costs at full speed).
       std::vector<std::string> argv = {cairn, "run", job};
       if (slow_us > 0)
-        argv.insert(argv.begin(), {"/usr/bin/env", "CAIRN_SLOW_SUBTASK=tokenize:1:" + std::to_string(slow_us)});
+        argv.insert(argv.begin(), {"/usr/bin/env", "CAIRN_SLOW_SUBTASK=stage:1:" + std::to_string(slow_us)});
       ChildResult c;
       Status r = RunChild(argv, &c, 1800);
       const double sink = NumberAfter(c.out, "sink records");
-      const bool ok = r.ok() && c.ok() && sink == static_cast<double>(lines * 10);
+      const bool ok = r.ok() && c.ok() && sink == static_cast<double>(backpressure ? lines : lines * 10);
       if (!ok) {
         ++failed;
         fprintf(stderr, "cairn-bench: rebalance rep %d %s FAILED: %s\n", rep + 1, cfg.c_str(),

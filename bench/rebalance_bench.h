@@ -11,8 +11,9 @@
 
 namespace cairn {
 
-// args: [--reps N] [--lines N] [--slow-us N] [--cairn PATH] [--data-dir DIR]. Exit 0, 1 on a
-// failed run, 2 on bad arguments.
+// args: [--reps N] [--lines N] [--slow-us N] [--backpressure] [--cairn PATH] [--data-dir DIR].
+// --backpressure: the stage is a throttle (100000 lines/s per subtask) into a discard sink, so
+// that the queue stays full. Exit 0, 1 on a failed run, 2 on bad arguments.
 int RebalanceBenchMain(const std::vector<std::string>& args);
 
 }  // namespace cairn
