@@ -111,8 +111,9 @@ void ChannelStateRecorder::AdvanceAll() {
 void ChannelStateRecorder::ReadAheadRebalance(size_t ch) {
   // As an unaligned checkpoint reads a channel ahead to its barrier, its open record takes the
   // batches waiting on the shared queue now rather than after the backlog: the white ones are
-  // recorded (and counted) at once, and processed later by this subtask. At most the queue's
-  // capacity waits here.
+  // recorded (and counted) at once, and processed later by this subtask. What it takes still
+  // counts against the queue's capacity (RebalanceQueue::Release), so the producers' red
+  // batches do not flood in meanwhile; at most four times the capacity waits here.
   const RebalanceQueue* q = gate_->rebalance(ch);
   auto wanted = [&] {
     const CheckpointId complete = q->Look().white_complete;
@@ -135,7 +136,7 @@ void ChannelStateRecorder::ReadAheadRebalance(size_t ch) {
   for (InputGate::AheadItem& item : gate_->rebalance_ahead(ch))
     if (!item.counted) record(item);
   while (wanted()) {
-    InputGate::AheadItem* item = gate_->ReadAheadRebalance(ch, q->capacity());
+    InputGate::AheadItem* item = gate_->ReadAheadRebalance(ch, 4 * q->capacity());
     if (item == nullptr) return;
     record(*item);
   }

@@ -59,7 +59,7 @@ InputGate::AheadItem* InputGate::ReadAheadRebalance(size_t ch, size_t limit) {
   RebalanceItem item;
   if (!inputs_[ch].rebalance->TryPop(&item)) return nullptr;
   s.received += item.batch->size();
-  s.ahead.push_back(AheadItem{std::move(item.batch), item.colour, false});
+  s.ahead.push_back(AheadItem{std::move(item.batch), item.colour, false, item.restored});
   return &s.ahead.back();
 }
 
@@ -89,7 +89,7 @@ InputGate::Read InputGate::ReadRebalance(size_t ch, Barrier* barrier) {
       RebalanceItem item;
       if (q->TryPop(&item)) {
         s.received += item.batch->size();
-        s.ahead.push_back(AheadItem{std::move(item.batch), item.colour, false});
+        s.ahead.push_back(AheadItem{std::move(item.batch), item.colour, false, item.restored});
       }
     }
     if (!s.ahead.empty()) {
@@ -104,6 +104,7 @@ InputGate::Read InputGate::ReadRebalance(size_t ch, Barrier* barrier) {
       stash_slot_ = ch;
       stash_colour_ = held.colour;
       stash_counted_ = held.counted;
+      if (!held.restored) q->Release();  // room on the queue for the next one
       s.ahead.pop_front();
       return Read::kBatch;
     }

@@ -132,6 +132,7 @@ class InputGate {
     std::unique_ptr<RecordBatch> batch;
     CheckpointId colour = 0;
     bool counted = false;  // Delivered (local and edge counts) already: recorded when read ahead
+    bool restored = false; // from the restored lane: not released to the queue
   };
   std::deque<AheadItem>& rebalance_ahead(size_t slot) { return state_[slot].ahead; }
   // Takes the next item off rebalance slot `slot`'s queue into its list, if fewer than `limit`

@@ -12,6 +12,7 @@ void RebalanceQueue::AddRestored(RecordBatch records) {
   if (records.empty()) return;
   RebalanceItem item;
   item.batch = std::make_unique<RecordBatch>(std::move(records));
+  item.restored = true;
   restored_.enqueue(std::move(item));
   ++restored_items_;
   restored_left_.fetch_add(1);
@@ -24,14 +25,18 @@ void RebalanceQueue::WakeConsumers() {
 bool RebalanceQueue::Push(moodycamel::ProducerToken* token, RebalanceItem&& item, Parker* self, BlockedHandler* handler) {
   if (cancelled_.load(std::memory_order_acquire)) return false;
   Parker::Clock::time_point blocked_since{};
-  while (queued_.load(std::memory_order_seq_cst) >= static_cast<int64_t>(capacity_)) {
+  auto room = [&] {
+    if (unreleased_.load(std::memory_order_seq_cst) < static_cast<int64_t>(capacity_)) return true;
+    const CheckpointId newest = newest_snapshotted_.load(std::memory_order_seq_cst);
+    return item.colour < newest && white_complete_.load(std::memory_order_seq_cst) < newest;
+  };
+  while (!room()) {
     if (blocked_since == Parker::Clock::time_point{}) blocked_since = Parker::Clock::now();
     auto deadline = Parker::Clock::time_point::max();
     if (handler != nullptr && !handler->OnBlocked(&deadline)) return false;
     uint32_t ticket = self->Prepare();
     producers_waiting_.fetch_add(1, std::memory_order_seq_cst);
-    if (queued_.load(std::memory_order_seq_cst) < static_cast<int64_t>(capacity_) ||
-        cancelled_.load(std::memory_order_acquire)) {
+    if (room() || cancelled_.load(std::memory_order_acquire)) {
       producers_waiting_.fetch_sub(1, std::memory_order_seq_cst);
       self->Cancel();
       if (cancelled_.load(std::memory_order_acquire)) return false;
@@ -46,6 +51,7 @@ bool RebalanceQueue::Push(moodycamel::ProducerToken* token, RebalanceItem&& item
                           std::memory_order_relaxed);
   // Counted once it is in the queue, so that a consumer that sees the count finds the item.
   queue_.enqueue(*token, std::move(item));  // may allocate a block; bounded by the count above
+  unreleased_.fetch_add(1, std::memory_order_seq_cst);
   queued_.fetch_add(1, std::memory_order_seq_cst);
   WakeConsumers();
   return true;
@@ -74,9 +80,13 @@ bool RebalanceQueue::TryPop(RebalanceItem* item) {
   }
   if (!queue_.try_dequeue(*item)) return false;
   queued_.fetch_sub(1, std::memory_order_seq_cst);
+  return true;
+}
+
+void RebalanceQueue::Release() {
+  unreleased_.fetch_sub(1, std::memory_order_seq_cst);
   if (producers_waiting_.load(std::memory_order_seq_cst) > 0)
     for (Parker* p : producer_parkers_) p->Unpark();
-  return true;
 }
 
 bool RebalanceQueue::CheckComplete() {
@@ -91,6 +101,7 @@ bool RebalanceQueue::CheckComplete() {
     }
     if (white != it->second.sent) break;
     view_.white_complete = it->first;
+    white_complete_.store(it->first, std::memory_order_seq_cst);
     snapshotted_.erase(it);
     advanced = true;
   }
@@ -102,6 +113,7 @@ uint64_t RebalanceQueue::ProducerSnapshotted(uint32_t index, const Barrier& b, u
   {
     MutexLock l(&mu_);
     barriers_.emplace(b.id, b);
+    if (b.id > newest_snapshotted_.load()) newest_snapshotted_.store(b.id, std::memory_order_seq_cst);
     Snapshotted& s = snapshotted_[b.id];
     s.sent += sent;
     if (++s.producers == producers_) view_.all_snapshotted = std::max(view_.all_snapshotted, b.id);
@@ -110,6 +122,9 @@ uint64_t RebalanceQueue::ProducerSnapshotted(uint32_t index, const Barrier& b, u
     while (barriers_.size() > 64) barriers_.erase(barriers_.begin());
   }
   WakeConsumers();
+  // Blocked producers' items may be white for this checkpoint now: they may pass.
+  if (producers_waiting_.load(std::memory_order_seq_cst) > 0)
+    for (Parker* p : producer_parkers_) p->Unpark();
   return sent;
 }
 
@@ -163,6 +178,7 @@ void RebalanceQueue::Cancel() {
 std::string RebalanceQueue::Describe() const {
   MutexLock l(&mu_);
   std::string out = "  " + name_ + ": queued=" + std::to_string(queued_.load()) +
+                    " unreleased=" + std::to_string(unreleased_.load()) +
                     " restored=" + std::to_string(restored_left_.load()) +
                     " all_snapshotted=" + std::to_string(view_.all_snapshotted) +
                     " white_complete=" + std::to_string(view_.white_complete);

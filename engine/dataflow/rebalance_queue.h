@@ -59,6 +59,7 @@ struct RebalanceCount {
 struct RebalanceItem {
   std::unique_ptr<RecordBatch> batch;
   CheckpointId colour = 0;
+  bool restored = false;  // from the restored lane (not counted against the capacity)
 };
 
 class RebalanceQueue {
@@ -82,7 +83,10 @@ class RebalanceQueue {
   std::unique_ptr<moodycamel::ProducerToken> MakeProducerToken() {
     return std::make_unique<moodycamel::ProducerToken>(queue_);
   }
-  // Blocks (parking `self`) while the queue is full. False once cancelled or the handler gave up.
+  // Blocks (parking `self`) while the queue is full, unless the item is white for a checkpoint
+  // whose white items are not all received (a consumer's record waits for it, as a FIFO
+  // channel lets the records before a wanted position through). False once cancelled or the
+  // handler gave up.
   bool Push(moodycamel::ProducerToken* token, RebalanceItem&& item, Parker* self, BlockedHandler* handler);
   std::unique_ptr<RecordBatch> TakeEmptyBatch();
   // Producer `index` snapshotted checkpoint `b` after sending `sent` items (all of an older
@@ -95,8 +99,11 @@ class RebalanceQueue {
   uint64_t blocked_ns() const { return blocked_ns_.load(std::memory_order_relaxed); }
 
   // ---- Consumers ----
-  // The restored lane first, then the queue. Non-blocking.
+  // The restored lane first, then the queue. Non-blocking. An item taken (but for a restored
+  // one) counts against the capacity until Release: a consumer may take items ahead of
+  // processing them (an unaligned record reads the queue ahead) without letting more in.
   bool TryPop(RebalanceItem* item);
+  void Release();
   bool HasData() const { return queued_.load(std::memory_order_seq_cst) > 0 || restored_left_.load() > 0; }
   size_t SizeApprox() const { return queued_.load(std::memory_order_relaxed); }
   void Recycle(std::unique_ptr<RecordBatch> b);
@@ -137,6 +144,9 @@ class RebalanceQueue {
   uint64_t restored_items_ = 0;                // set before the start
   std::atomic<int64_t> restored_left_{0};
   std::atomic<int64_t> queued_{0};             // items in queue_
+  std::atomic<int64_t> unreleased_{0};         // items pushed and not released (queue_, consumers' slots)
+  std::atomic<CheckpointId> newest_snapshotted_{0};  // the newest checkpoint some producer snapshotted
+  std::atomic<CheckpointId> white_complete_{0};      // view_.white_complete, for pushes
   std::atomic<int> producers_waiting_{0};
   std::atomic<bool> cancelled_{false};
   std::atomic<uint64_t> blocked_ns_{0};
