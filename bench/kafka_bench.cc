@@ -73,13 +73,9 @@ int KafkaBenchMain(const std::vector<std::string>& args) {
       return 2;
     }
   }
-  if (data_dir.empty()) data_dir = BenchBinaryDir() + "/bench-data";
-  const std::string scratch = data_dir + "/kafka-scratch";
-  RemoveAll(scratch).IgnoreError();  // scratch space: best effort
-  if (Status s = CreateDirs(scratch); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
-  const std::string corpus = scratch + "/lines.txt";
-  if (Status g = GenerateLines(cairn, corpus, lines); !g.ok())
-    return fprintf(stderr, "cairn-bench: %s\n", g.message().c_str()), 1;
+  std::string scratch, corpus;
+  if (Status s = PrepareScratchCorpus(cairn, data_dir, "kafka", lines, &scratch, &corpus); !s.ok())
+    return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
 
   // The mock cluster lives in this process, as `cairn kafka mock` would in its own.
   char err[512];

@@ -11,6 +11,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "engine/base/file_util.h"
+
 namespace cairn {
 
 namespace {
@@ -142,12 +144,18 @@ std::string BenchBinaryDir() {
   return slash == std::string::npos ? "." : self.substr(0, slash);
 }
 
-Status GenerateLines(const std::string& cairn, const std::string& path, int64_t lines) {
+Status PrepareScratchCorpus(const std::string& cairn, std::string data_dir, const std::string& name, int64_t lines,
+                            std::string* scratch, std::string* corpus) {
+  if (data_dir.empty()) data_dir = BenchBinaryDir() + "/bench-data";
+  *scratch = data_dir + "/" + name + "-scratch";
+  RemoveAll(*scratch).IgnoreError();  // scratch space: best effort
+  CAIRN_RETURN_IF_ERROR(CreateDirs(*scratch));
+  *corpus = *scratch + "/lines.txt";
   ChildResult g;
-  CAIRN_RETURN_IF_ERROR(RunChild({cairn, "generate", "--out", path, "--words", std::to_string(lines * 10),
+  CAIRN_RETURN_IF_ERROR(RunChild({cairn, "generate", "--out", *corpus, "--words", std::to_string(lines * 10),
                                   "--words-per-line", "10", "--seed", "42"},
                                  &g));
-  if (!g.ok()) return Status::Internal("generating the corpus " + path + " failed: " + g.Describe());
+  if (!g.ok()) return Status::Internal("generating the corpus " + *corpus + " failed: " + g.Describe());
   return Status::OK();
 }
 

@@ -46,8 +46,10 @@ Status RunChild(const std::vector<std::string>& argv, ChildResult* result, doubl
 // The directory of the running benchmark binary (where `cairn` and bench-data/ are by default).
 std::string BenchBinaryDir();
 
-// `cairn generate` of `lines` lines of 10 words (seed 42) into `path`, for the subcommands'
-// corpora; an error naming what failed.
-Status GenerateLines(const std::string& cairn, const std::string& path, int64_t lines);
+// A subcommand's scratch directory `<data_dir>/<name>-scratch` (emptied; data_dir "" is
+// BenchBinaryDir()/bench-data) holding `lines.txt`, `lines` generated lines of 10 words (seed
+// 42) by `cairn generate`; an error naming what failed.
+Status PrepareScratchCorpus(const std::string& cairn, std::string data_dir, const std::string& name, int64_t lines,
+                            std::string* scratch, std::string* corpus);
 
 }  // namespace cairn

@@ -48,13 +48,9 @@ int RebalanceBenchMain(const std::vector<std::string>& args) {
       return 2;
     }
   }
-  if (data_dir.empty()) data_dir = BenchBinaryDir() + "/bench-data";
-  const std::string scratch = data_dir + "/rebalance-scratch";
-  RemoveAll(scratch).IgnoreError();  // scratch space: best effort
-  if (Status s = CreateDirs(scratch); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
-  const std::string corpus = scratch + "/lines.txt";
-  if (Status g = GenerateLines(cairn, corpus, lines); !g.ok())
-    return fprintf(stderr, "cairn-bench: %s\n", g.message().c_str()), 1;
+  std::string scratch, corpus;
+  if (Status s = PrepareScratchCorpus(cairn, data_dir, "rebalance", lines, &scratch, &corpus); !s.ok())
+    return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
   printf("cairn-bench rebalance: %" PRId64 " lines (%" PRId64 " words); %s; stage[1] sleeps %" PRId64
          " us before each batch (0: no slow subtask); checkpoints every 50 ms; %d runs each, interleaved; load average "
          "%.2f at the start\n",
