@@ -274,6 +274,45 @@ TEST(RebalanceColours, BatchesReadAheadForOneRecordAreInTheNextOneTooUntilProces
   EXPECT_EQ(c.Next(), "none");
 }
 
+TEST(RebalanceColours, AnAlignedCheckpointWaitsForTheBarrierOnTheOtherFifoInputs) {
+  // A consumer of a load-balanced edge and of a FIFO channel: the edge's barrier (its first red
+  // batch) blocks the edge until the channel's barrier came; the red batch waits meanwhile.
+  RebalanceQueue q("up[*]->down[*]", 16, 1);
+  Producer p(&q, 0);
+  Parker parker, producer_parker;
+  Channel stand_in("up[*]->down[0]", 1, &parker, &parker);
+  Channel fifo("other[0]->down[0]", 16, &producer_parker, &parker);
+  q.AddConsumer(&parker);
+  CheckpointedInputGate gate;
+  gate.AddInput(GateInput{&stand_in, 0, false, &q});
+  gate.AddInput(GateInput{&fifo, 1});
+  auto next = [&] {
+    GateEvent ev = gate.Poll();
+    if (ev.kind == GateEvent::Kind::kBatch) gate.MarkProcessed(ev.slot, *ev.batch, 0, ev.batch->size());
+    return Describe(ev);
+  };
+  auto fifo_batch = [&](std::string_view key) {
+    auto b = std::make_unique<RecordBatch>();
+    b->Add(key);
+    ASSERT_TRUE(fifo.Push(StreamElement::OfBatch(std::move(b))));
+  };
+  p.Snapshot(1);
+  p.Push({"red"});
+  fifo_batch("f1");
+  std::multiset<std::string> before;
+  for (int i = 0; i < 2; ++i) before.insert(next());  // the edge's barrier blocks it (red waits); f1 is read
+  EXPECT_EQ(before.count("batch:f1"), 1u);
+  EXPECT_EQ(before.count("batch:red"), 0u);
+  fifo_batch("f2");
+  EXPECT_EQ(next(), "batch:f2");  // the channel is read on; the edge is blocked
+  Barrier b;
+  b.id = 1;
+  ASSERT_TRUE(fifo.Push(StreamElement::OfBarrier(b)));
+  EXPECT_EQ(next(), "checkpoint:1");
+  EXPECT_EQ(next(), "channel-state:1:");
+  EXPECT_EQ(next(), "batch:red");  // after the snapshot
+}
+
 TEST(RebalanceColours, SeveralCheckpointsAreTakenInOrderFromOneBatch) {
   RebalanceQueue q("up[*]->down[*]", 16, 1);
   Producer p(&q, 0);
