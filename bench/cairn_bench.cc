@@ -29,6 +29,7 @@
 #include "bench/bench_results.h"
 #include "bench/corpus.h"
 #include "bench/kafka_bench.h"
+#include "bench/rebalance_bench.h"
 #include "bench/process_runner.h"
 #include "bench/throughput_plot.h"
 #include "engine/base/file_util.h"
@@ -48,6 +49,7 @@ constexpr const char* kUsage =
     "       cairn-bench baseline INPUT (OUTPUT | --count-only)\n"
     "       cairn-bench records [--reps N] [--events N] [--keys N] [--no-aggregate] [--cairn PATH] [--data-dir DIR]\n"
     "       cairn-bench kafka [--reps N] [--lines N] [--cairn PATH] [--data-dir DIR]\n"
+    "       cairn-bench rebalance [--reps N] [--lines N] [--slow-us N] [--backpressure] [--cairn PATH] [--data-dir DIR]\n"
     "  --quick               a smoke test in under a minute: 1.7M words (~10 MB), 1 run per configuration\n"
     "  --reps N              runs per configuration (default 5; --quick: 1)\n"
     "  --words N             corpus size in words (default 17000000, ~102 MB; --quick: 1700000)\n"
@@ -67,7 +69,11 @@ constexpr const char* kUsage =
     "  records ...           jobs/clicks.yaml on heap and rocksdb (--events, default 2000000), and --keys (default\n"
     "                        10000000) distinct keys through aggregate on rocksdb (docs/benchmarks.md)\n"
     "  kafka ...             a pass-through job Kafka -> Kafka (exactly-once sink) through librdkafka's mock cluster\n"
-    "                        beside file -> file, checkpoints every 1 s (--lines, default 400000; docs/benchmarks.md)\n";
+    "                        beside file -> file, checkpoints every 1 s (--lines, default 400000; docs/benchmarks.md)\n"
+    "  rebalance ...         one slow tokenize subtask: a load-balanced edge (partition: rebalance) against a forward\n"
+    "                        one, aligned and unaligned: lines/s and checkpoint duration (--lines, default 1000000;\n"
+    "                        --slow-us, default 20000 per batch, 0: none; --backpressure: a throttle as the stage;\n"
+    "                        docs/benchmarks.md)\n";
 
 struct Flags {
   bool quick = false;
@@ -836,6 +842,8 @@ int Main(int argc, char** argv) {
     return BaselineMain(std::vector<std::string>(argv + 2, argv + argc));
   if (argc >= 2 && std::string(argv[1]) == "kafka")
     return KafkaBenchMain(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc >= 2 && std::string(argv[1]) == "rebalance")
+    return RebalanceBenchMain(std::vector<std::string>(argv + 2, argv + argc));
   if (argc >= 2 && std::string(argv[1]) == "records")
     return RecordsMain(std::vector<std::string>(argv + 2, argv + argc));
   Bench b;

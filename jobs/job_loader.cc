@@ -64,6 +64,7 @@ bool Contains(const std::vector<std::string>& v, const std::string& x) {
 
 // The keys an operator of type `t` accepts: the common ones, then the type's parameters.
 const std::vector<std::string> kWatermarkKeys = {"field", "max_out_of_orderness", "idle_timeout"};
+const std::vector<std::string> kInputKeys = {"from", "partition"};
 
 std::vector<std::string> OperatorKeys(const OperatorType& t) {
   std::vector<std::string> keys = kOperatorCommonKeys;
@@ -580,10 +581,32 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
       places.input.push_back(places.inputs);
     } else if (e.value.IsSequence()) {
       for (const YAML::Node& item : e.value) {
-        if (!item.IsScalar()) return loc_.Error(item, label + " must be operator ids, got " + Describe(item));
+        if (item.IsMap()) {
+          // {from: ID, partition: rebalance}: a load-balanced edge (docs/configuration.md).
+          CAIRN_RETURN_IF_ERROR(CheckKeys(item, kInputKeys, "in an input of " + what));
+          Entry from = Find(item, "from");
+          if (!from.present)
+            return loc_.Error(item, "an input of " + what + " is missing required key 'from' (the operator id it reads)");
+          std::string id_from, partition = "forward";
+          CAIRN_RETURN_IF_ERROR(String(from, "from of an input of " + what, true, &id_from));
+          Entry part = Find(item, "partition");
+          if (part.present) {
+            CAIRN_RETURN_IF_ERROR(String(part, "partition of an input of " + what, true, &partition));
+            if (partition != "rebalance" && partition != "forward")
+              return Expected(part, "partition of an input of " + what, "rebalance or forward");
+          }
+          op->inputs.push_back(id_from);
+          op->rebalance_inputs.resize(op->inputs.size(), false);
+          op->rebalance_inputs.back() = partition == "rebalance";
+          places.input.push_back(loc_.Where(part.present ? part : from));
+          continue;
+        }
+        if (!item.IsScalar())
+          return loc_.Error(item, label + " must be operator ids, got " + Describe(item));
         op->inputs.push_back(item.Scalar());
         places.input.push_back(loc_.Where(item));
       }
+      op->rebalance_inputs.resize(op->inputs.size(), false);
     } else {
       return Expected(e, label, expected);
     }

@@ -27,6 +27,7 @@ struct CrashScenario {
   bool backpressure = false;        // jobs/wordcount-backpressure.yaml with unaligned checkpoints
   std::vector<std::string> sets = {};  // extra --set overrides
   bool during_restore = false;      // crash at checkpoint.committed:3 first, then at the point while restoring
+  const char* job = nullptr;        // another job of jobs/ with the word count's operator ids
 };
 
 // Hits per checkpoint of the word count (parallelism 2, chains source+tokenize and count+sink):
@@ -41,6 +42,8 @@ const CrashScenario kScenarios[] = {
     {"persist.keyed", 3},
     {"persist.shared_listed", 3},
     {"persist.operator_state", 5},
+    // jobs/wordcount-rebalance.yaml: 3 tokenize subtasks close a record per checkpoint.
+    {"rebalance.recording_closed", 5, false, {}, false, "/jobs/wordcount-rebalance.yaml"},
     {"persist.channel_state", 1, true},
     {"metadata.before_commit", 3},
     {"metadata.tmp_written", 3},
@@ -91,8 +94,9 @@ TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
   const std::string words = "600000";
   RunResult gen = RunCairn({"generate", "--out", input, "--words", words, "--vocabulary", "2000", "--seed", "17"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  std::vector<std::string> args = {"run", SourceDir() + (sc->backpressure ? "/jobs/wordcount-backpressure.yaml"
-                                                                          : "/jobs/wordcount.yaml"),
+  std::vector<std::string> args = {"run", SourceDir() + (sc->job != nullptr ? sc->job
+                                                         : sc->backpressure ? "/jobs/wordcount-backpressure.yaml"
+                                                                            : "/jobs/wordcount.yaml"),
                                    // Not --quiet: the restore's note names the checkpoint chosen.
                                    "--progress-interval", "1h",
                                    "--set", "operators.source.path=" + input,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/runtime/execution_plan.h"
 #include "jobs/job_graph.h"
 #include "jobs/registry.h"
 #include "tests/test_util.h"
@@ -163,6 +164,12 @@ const std::vector<ErrorCase>& ErrorCases() {
        "  - {id: b, type: tokenize, inputs: c}\n  - {id: c, type: tokenize, inputs: b}\n",
        {},
        {"t.yaml:5:5: operator 'b' is not reachable from any source"}},
+
+      {"RebalanceClosesACycle",
+       "job: wc\noperators:\n  - {id: s, type: generator}\n"
+       "  - {id: a, type: tokenize, inputs: [s, {from: b, partition: rebalance}]}\n  - {id: b, type: tokenize, inputs: a}\n",
+       {},
+       {"t.yaml:4:62: operator 'a' reads input 'b' with partition: rebalance, but that edge closes a cycle"}},
 
       // Parallelism.
       {"ParallelismZero", Edit("type: tokenize", "type: tokenize\n    parallelism: 0"), {},
@@ -453,6 +460,27 @@ TEST(JobLoader, KeyedEdgeMayChangeParallelism) {
                           {"operators.out.parallelism=3"});
   EXPECT_EQ(spec.Find("tok")->parallelism, 1u);
   EXPECT_EQ(spec.Find("cnt")->parallelism, 3u);
+}
+
+TEST(JobLoader, RebalanceInputsMayChangeParallelismAndAreNeverChained) {
+  JobSpec spec = MustLoad("job: j\noperators:\n  - {id: src, type: generator}\n"
+                          "  - {id: tok, type: tokenize, parallelism: 3, inputs: [{from: src, partition: rebalance}]}\n"
+                          "  - {id: tok2, type: tokenize, inputs: [{from: src, partition: forward}]}\n"
+                          "  - {id: out, type: discard_sink, inputs: [{from: tok, partition: rebalance}, tok2]}\n");
+  EXPECT_EQ(spec.Find("tok")->inputs, std::vector<std::string>{"src"});
+  EXPECT_TRUE(spec.Find("tok")->Rebalanced(0));
+  EXPECT_FALSE(spec.Find("tok2")->Rebalanced(0));  // partition: forward is a plain id
+  EXPECT_TRUE(spec.Find("out")->Rebalanced(0));
+  EXPECT_FALSE(spec.Find("out")->Rebalanced(1));
+  ExecutionPlan plan = ExecutionPlan::Build(spec);
+  int rebalance = 0;
+  for (const PlanEdge& e : plan.edges) {
+    if (!e.rebalance) continue;
+    ++rebalance;
+    EXPECT_FALSE(e.hash);
+    EXPECT_NE(plan.ChainName(spec, e.to_chain).find(plan.ChainName(spec, e.from_chain)), 0u);  // not chained
+  }
+  EXPECT_EQ(rebalance, 2);
 }
 
 TEST(JobLoader, FindCycle) {

@@ -15,6 +15,7 @@ const CrashPointInfo kCrashPoints[] = {
     {"persist.keyed", "asynchronous persist: before keyed state is written to RocksDB"},
     {"persist.shared_listed", "asynchronous persist: a keyed snapshot's SHARED list written, its new shared files not yet"},
     {"persist.operator_state", "asynchronous persist: keyed state written, operator state not yet"},
+    {"rebalance.recording_closed", "a consumer's record of a load-balanced edge for a checkpoint closed (Mattern's counts matched), its persist not yet handed over"},
     {"persist.channel_state", "asynchronous persist: before the channel state of an unaligned checkpoint is written"},
     {"metadata.before_commit", "all tasks acknowledged; _metadata not yet written"},
     {"metadata.tmp_written", "_metadata.tmp written and fsynced; not yet renamed to _metadata"},

@@ -137,6 +137,39 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
         RedistributeListStates(id, old_parallelism[id], old, spec.Find(id)->parallelism, where, &now));
     for (auto& [subtask, bytes] : now) plan->list_state[{id, subtask}] = std::move(bytes);
   }
+  // The records of load-balanced edges go back on their shared queue, whatever channel
+  // recorded them (also a FIFO channel of an edge that is rebalanced now).
+  std::vector<RecordedChannel> fifo;
+  for (RecordedChannel& rc : recorded) {
+    std::string producer, consumer;
+    uint32_t i = 0, j = 0;
+    const bool named_rebalance = ParseRebalanceEdgeName(rc.channel.name, &producer, &consumer);
+    if (!named_rebalance && !ParseChannelName(rc.channel.name, &producer, &i, &consumer, &j)) {
+      fifo.push_back(std::move(rc));  // RedistributeChannelState names the damage
+      continue;
+    }
+    const PlanEdge* edge = nullptr;
+    for (const PlanEdge& e : exec.edges)
+      if (spec.operators[exec.chains[e.from_chain].ops.back()].id == producer &&
+          spec.operators[exec.chains[e.to_chain].ops.front()].id == consumer)
+        edge = &e;
+    if (edge != nullptr && edge->rebalance) {
+      const SchemaRef& schema = spec.schemas[exec.chains[edge->from_chain].ops.back()];
+      if (schema != nullptr && *schema != *rc.channel.schema)
+        return Status::InvalidArgument("checkpoint " + where + " holds in-flight records " + rc.channel.schema->ToString() +
+                                       " of channel " + rc.channel.name + ", but the job's edge from '" + producer +
+                                       "' to '" + consumer + "' now carries " + schema->ToString() +
+                                       " (a changed schema); restore it with the job's original operators");
+      plan->rebalance[RebalanceEdgeName(producer, consumer)].push_back(std::move(rc.channel.records));
+      continue;
+    }
+    if (named_rebalance)
+      return Status::InvalidArgument("checkpoint " + where + " holds in-flight records of the load-balanced edge " +
+                                     rc.channel.name + ", but the job has no such edge (partition: rebalance from '" +
+                                     producer + "' into '" + consumer + "'); restore it with the job's original operators");
+    fifo.push_back(std::move(rc));
+  }
+  recorded = std::move(fifo);
   std::vector<ChannelEdge> edges;
   for (const PlanEdge& e : exec.edges) {
     ChannelEdge ce;
