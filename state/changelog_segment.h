@@ -1,0 +1,50 @@
+// Changelog segments of the heap backend's changelog checkpoints (`state.changelog: true`,
+// docs/state.md): one checkpoint's keyed delta (StateDelta), written sequentially as one
+// checksummed blob (WriteChecksummedFile: one write, one fsync) instead of into RocksDB. A
+// keyed snapshot then is the last materialization of the subtask's RocksDB plus the segments
+// written since, in order; a reader applies them to the materialization (a later segment's
+// entry replaces an earlier one's, a deleted entry removes the key).
+//
+// Bytes (inside the blob): "CLG1", then one record per entry:
+//   byte 0 (default state): fixed64 key group, length-prefixed key, fixed64 value, byte deleted
+//   byte 1 (named state): length-prefixed state (StateDescriptor::Encode), length-prefixed
+//          stored key (EncodeEntryKey), length-prefixed value, byte deleted
+// A segment is referenced from a keyed snapshot's SHARED list (state/shared_files.h) under a
+// name starting with kChangelogSegmentPrefix, so shared-file collection keeps it exactly as
+// long as a checkpoint lists it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "engine/base/status.h"
+#include "state/keyed_state.h"
+
+namespace cairn {
+
+// "changelog." + a zero-padded sequence number: names sort in write order.
+inline constexpr const char* kChangelogSegmentPrefix = "changelog.";
+std::string ChangelogSegmentName(uint64_t seq);
+bool IsChangelogSegmentName(std::string_view name);
+
+// The segment bytes of `delta` (without the blob footer).
+std::string EncodeChangelogSegment(const StateDelta& delta);
+
+// One entry of a segment. `state` empty: the default state (`key` the key, `int64` its value);
+// else a named state (`key` the stored key, `value` the stored bytes).
+struct ChangelogEntry {
+  std::string_view state;
+  uint32_t key_group = 0;
+  std::string_view key;
+  int64_t int64 = 0;
+  std::string_view value;
+  bool deleted = false;
+};
+
+// Reads the segment file `path` (checksummed) and visits its entries in order. Damage is
+// Corruption naming `path`.
+Status ReadChangelogSegment(const std::string& path, const std::function<Status(const ChangelogEntry&)>& fn);
+
+}  // namespace cairn
