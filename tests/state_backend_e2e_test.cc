@@ -88,6 +88,29 @@ TEST(RocksDbBackendE2E, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
   EXPECT_EQ(on_disk, referenced);
 }
 
+// The heap backend with changelog checkpoints (materialized every 100 ms, so that checkpoints
+// list materializations and segments both), killed 4 times; the last run restores the changelog
+// checkpoint into the heap backend without changelog.
+TEST(ChangelogE2E, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
+  ScratchDir dir;
+  const std::string input = dir / "input.txt";
+  ASSERT_EQ(RunCairn({"generate", "--out", input, "--words", "600000", "--vocabulary", "3000", "--seed", "13"}).exit_code, 0);
+  KillPlan plan = PacedKillPlan(4, dir / "ck", 50,
+                                {"operators.source.rate=250", "state.changelog=true", "state.materialize_interval=100ms"},
+                                {"operators.source.rate=0", "state.changelog=false"});
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(WordCountArgs(dir, input), dir.path(), plan);
+  ASSERT_TRUE(kr.completed);
+  EXPECT_EQ(kr.kills, 4);
+  const auto expected = ExpectedCounts(input);
+  ExpectExactlyOnce(dir / "out", expected);
+  EXPECT_EQ(DumpedCounts(dir / "ck"), expected);
+  std::set<std::string> on_disk, referenced;
+  SharedFiles(dir / "ck", &on_disk, &referenced);
+  EXPECT_FALSE(referenced.empty());
+  EXPECT_EQ(on_disk, referenced);
+}
+
 // Killed runs on one backend, the last run on the other: each restore crosses backends once
 // (the last one), and the counts stay exactly-once.
 class CrossBackendE2E : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
