@@ -38,7 +38,7 @@ constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 
 const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "restart", "state", "operators"};
 const std::vector<std::string> kRestartKeys = {"strategy", "attempts", "delay", "max_delay"};
-const std::vector<std::string> kStateKeys = {"backend", "rocksdb", "changelog", "materialize_interval"};
+const std::vector<std::string> kStateKeys = {"backend", "changelog", "materialize_interval", "rocksdb"};
 const std::vector<std::string> kStateRocksDbKeys = {"block_cache", "write_buffer"};
 const char* const kBytesForms = "a size in bytes (e.g. 64MB, 512KB, 1GB, or a number of bytes)";
 const std::vector<std::string> kCheckpointKeys = {
