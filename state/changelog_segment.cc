@@ -3,13 +3,12 @@
 
 #include <cstdio>
 
-#include "engine/base/coding.h"
 #include "engine/base/file_util.h"
 
 namespace cairn {
 
 namespace {
-constexpr std::string_view kMagic = "CLG1";
+constexpr std::string_view kMagic = "CLG2";
 }
 
 std::string ChangelogSegmentName(uint64_t seq) {
@@ -20,23 +19,69 @@ std::string ChangelogSegmentName(uint64_t seq) {
 
 bool IsChangelogSegmentName(std::string_view name) { return name.rfind(kChangelogSegmentPrefix, 0) == 0; }
 
+namespace {
+
+// Entry kinds (the first byte of an entry).
+enum : uint8_t { kPut = 0, kDelete = 1, kNamedPut = 2, kNamedDelete = 3 };
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void PutBytes(std::string* out, std::string_view b) {
+  PutVarint(out, b.size());
+  out->append(b.data(), b.size());
+}
+
+// A bounds-checked reader of the encoding above.
+struct Reader {
+  std::string_view in;
+  bool Varint(uint64_t* v) {
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+      const uint8_t b = static_cast<uint8_t>(in[0]);
+      in.remove_prefix(1);
+      r |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        *v = r;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Bytes(std::string_view* b) {
+    uint64_t n;
+    if (!Varint(&n) || n > in.size()) return false;
+    *b = in.substr(0, n);
+    in.remove_prefix(n);
+    return true;
+  }
+};
+
+uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+}  // namespace
+
 std::string EncodeChangelogSegment(const StateDelta& delta) {
   std::string out;
-  out.reserve(kMagic.size() + delta.keys.size() + delta.entries.size() * 26);
+  out.reserve(kMagic.size() + delta.keys.size() + delta.entries.size() * 6);
   out.append(kMagic);
   for (const StateDelta::Entry& e : delta.entries) {
-    out.push_back(0);
-    PutFixed64(&out, e.key_group);
-    PutLengthPrefixed(&out, delta.key(e));
-    PutFixed64(&out, static_cast<uint64_t>(e.value));
-    out.push_back(e.deleted ? 1 : 0);
+    out.push_back(static_cast<char>(e.deleted ? kDelete : kPut));
+    PutVarint(&out, e.key_group);
+    PutBytes(&out, delta.key(e));
+    if (!e.deleted) PutVarint(&out, ZigZag(e.value));
   }
   for (const StateDelta::NamedEntry& e : delta.named) {
-    out.push_back(1);
-    PutLengthPrefixed(&out, e.state);
-    PutLengthPrefixed(&out, e.key);
-    PutLengthPrefixed(&out, e.deleted ? std::string_view() : std::string_view(e.value));
-    out.push_back(e.deleted ? 1 : 0);
+    out.push_back(static_cast<char>(e.deleted ? kNamedDelete : kNamedPut));
+    PutBytes(&out, e.state);
+    PutBytes(&out, e.key);
+    if (!e.deleted) PutBytes(&out, e.value);
   }
   return out;
 }
@@ -46,26 +91,23 @@ Status ReadChangelogSegment(const std::string& path, const std::function<Status(
   CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, &bytes));
   std::string_view in(bytes);
   if (in.substr(0, kMagic.size()) != kMagic)
-    return Status::Corruption("changelog segment " + path + ": damaged (no CLG1 header)");
-  Decoder d(in.substr(kMagic.size()));
-  while (!d.done()) {
+    return Status::Corruption("changelog segment " + path + ": damaged (no " + std::string(kMagic) + " header)");
+  Reader r{in.substr(kMagic.size())};
+  while (!r.in.empty()) {
     ChangelogEntry e;
-    uint8_t kind = 0, deleted = 0;
-    bool ok = d.GetByte(&kind);
-    if (ok && kind == 0) {
+    const uint8_t kind = static_cast<uint8_t>(r.in[0]);
+    r.in.remove_prefix(1);
+    bool ok = kind <= kNamedDelete;
+    e.deleted = kind == kDelete || kind == kNamedDelete;
+    if (ok && (kind == kPut || kind == kDelete)) {
       uint64_t kg = 0, v = 0;
-      ok = d.GetFixed64(&kg) && kg < 65536 && d.GetLengthPrefixedView(&e.key) && d.GetFixed64(&v);
+      ok = r.Varint(&kg) && kg < 65536 && r.Bytes(&e.key) && (e.deleted || r.Varint(&v));
       e.key_group = static_cast<uint32_t>(kg);
-      e.int64 = static_cast<int64_t>(v);
-    } else if (ok && kind == 1) {
-      ok = d.GetLengthPrefixedView(&e.state) && !e.state.empty() && d.GetLengthPrefixedView(&e.key) &&
-           d.GetLengthPrefixedView(&e.value);
-    } else {
-      ok = false;
+      e.int64 = UnZigZag(v);
+    } else if (ok) {
+      ok = r.Bytes(&e.state) && !e.state.empty() && r.Bytes(&e.key) && (e.deleted || r.Bytes(&e.value));
     }
-    ok = ok && d.GetByte(&deleted) && deleted <= 1;
     if (!ok) return Status::Corruption("changelog segment " + path + ": damaged (malformed entry)");
-    e.deleted = deleted == 1;
     CAIRN_RETURN_IF_ERROR(fn(e));
   }
   return Status::OK();

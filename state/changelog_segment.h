@@ -5,10 +5,11 @@
 // written since, in order; a reader applies them to the materialization (a later segment's
 // entry replaces an earlier one's, a deleted entry removes the key).
 //
-// Bytes (inside the blob): "CLG1", then one record per entry:
-//   byte 0 (default state): fixed64 key group, length-prefixed key, fixed64 value, byte deleted
-//   byte 1 (named state): length-prefixed state (StateDescriptor::Encode), length-prefixed
-//          stored key (EncodeEntryKey), length-prefixed value, byte deleted
+// Bytes (inside the blob): "CLG2", then one entry after another, each a kind byte and
+// (varint: LEB128; bytes: a varint length, then the bytes)
+//   0 put / 1 delete, default state: varint key group, bytes key, varint value (zigzag; put only)
+//   2 put / 3 delete, named state: bytes state (StateDescriptor::Encode), bytes stored key
+//          (EncodeEntryKey), bytes value (put only)
 // A segment is referenced from a keyed snapshot's SHARED list (state/shared_files.h) under a
 // name starting with kChangelogSegmentPrefix, so shared-file collection keeps it exactly as
 // long as a checkpoint lists it.

@@ -50,14 +50,14 @@ const char* KeyedInt64State::StoreKey(std::string_view key) {
   if (key.empty()) return kEmptyKey;
   if (key.size() > UINT32_MAX) throw std::length_error("KeyedInt64State: key longer than 4 GiB");
   if (key.size() > kOwnBlockThreshold) {
-    arena_blocks_.push_back(std::make_unique<char[]>(key.size()));
-    char* p = arena_blocks_.back().get();
+    arena_blocks_->push_back(std::make_unique<char[]>(key.size()));
+    char* p = arena_blocks_->back().get();
     std::memcpy(p, key.data(), key.size());
     return p;
   }
   if (key.size() > arena_left_) {
-    arena_blocks_.push_back(std::make_unique<char[]>(kArenaBlockSize));
-    arena_ptr_ = arena_blocks_.back().get();
+    arena_blocks_->push_back(std::make_unique<char[]>(kArenaBlockSize));
+    arena_ptr_ = arena_blocks_->back().get();
     arena_left_ = kArenaBlockSize;
   }
   char* p = arena_ptr_;
@@ -227,16 +227,19 @@ void KeyedInt64State::LoadEntry(std::string_view key, int64_t value) {
 
 std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
   auto delta = std::make_unique<StateDelta>();
-  size_t key_bytes = 0;
-  for (uint32_t i : dirty_) key_bytes += slots_[i].key_length;
+  delta->key_owner = arena_blocks_;
   delta->entries.reserve(dirty_.size());
-  delta->keys.reserve(key_bytes);
-  for (uint32_t i : dirty_) {
-    Slot& s = slots_[i];
-    delta->entries.push_back(
-        StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length, delta->keys.size(), s.value});
-    delta->keys.append(s.key, s.key_length);
+  auto take = [&](Slot& s) {
+    delta->entries.push_back(StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length,
+                                               reinterpret_cast<uintptr_t>(s.key), s.value});
     s.dirty = false;
+  };
+  if (dirty_.size() * 8 > slots_.size()) {
+    // Most of the table changed: one sequential pass beats a random access per changed slot.
+    for (Slot& s : slots_)
+      if (s.dirty) take(s);
+  } else {
+    for (uint32_t i : dirty_) take(slots_[i]);
   }
   dirty_.clear();
   return delta;
