@@ -685,11 +685,40 @@ std::string RocksDbStateStore::SharedPath(const Materialization& m, const std::s
   return SharedSubdir() + "/" + token_ + "-m" + std::to_string(m.id) + "-" + name;
 }
 
-Status RocksDbStateStore::StartChangelog(bool stage) {
+Status RocksDbStateStore::StartChangelog(bool stage, const std::string* snapshot, const std::vector<SharedFileRef>* refs) {
   std::error_code ec;
   fs::remove_all(dir_ + ".changelog", ec);
   CAIRN_RETURN_IF_ERROR(CreateDirs(dir_ + ".changelog"));
   if (stage) CAIRN_RETURN_IF_ERROR(MaterializeOnce({}));
+  if (snapshot != nullptr) {
+    // Local links to the snapshot's database files (its own and the shared ones it lists) and
+    // to its segments: what the checkpoints link into shared/ under this store's names.
+    Materialization m;
+    m.id = 1;
+    m.dir = dir_ + ".restored";
+    fs::remove_all(m.dir, ec);
+    CAIRN_RETURN_IF_ERROR(CreateDirs(m.dir));
+    std::vector<std::string> own;
+    CAIRN_RETURN_IF_ERROR(ListDir(*snapshot, &own));
+    for (const std::string& name : own) {
+      if (name == kSharedListFileName) continue;
+      CAIRN_RETURN_IF_ERROR(LinkOrCopy(*snapshot + "/" + name, m.dir + "/" + name));
+      m.files.push_back(name);
+    }
+    std::vector<uint64_t> seqs;
+    for (const SharedFileRef& r : *refs) {
+      if (IsChangelogSegmentName(r.name)) {
+        seqs.push_back(++last_seq_);
+        CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, SegmentPath(seqs.back())));
+      } else {
+        CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, m.dir + "/" + r.name));
+        m.files.push_back(r.name);
+      }
+    }
+    MutexLock l(&mu_);
+    current_ = std::move(m);
+    segments_ = std::move(seqs);
+  }
   materializer_ = std::thread([this] { MaterializerLoop(); });
   return Status::OK();
 }
@@ -1017,7 +1046,9 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
         if (r.path.compare(0, options.shared_dir.size() + 1, options.shared_dir + "/") == 0)
           store->uploaded_.emplace(r.name, r.path);
     if (store->ChangelogOn()) {
-      st = store->StartChangelog(/*stage=*/true);
+      // The restored snapshot's files are the first materialization and its segments the
+      // first segments: nothing is rewritten before the first checkpoint.
+      st = store->StartChangelog(/*stage=*/false, &snap, &refs);
       if (!st.ok()) return fail(st);
     }
     *out = std::move(store);

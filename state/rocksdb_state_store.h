@@ -50,6 +50,7 @@ class ColumnFamilyHandle;
 namespace cairn {
 
 class HeapKeyedStateBackend;
+struct SharedFileRef;
 
 class RocksDbStateStore : public StateStore {
  public:
@@ -113,9 +114,14 @@ class RocksDbStateStore : public StateStore {
     std::vector<std::string> files;  // its file names
     uint64_t up_to = 0;    // the last segment it holds
   };
-  // Starts the materializer. With `stage`, the database already holds state (a restore):
-  // it is materialized first, synchronously, so that checkpoints reference it.
-  Status StartChangelog(bool stage);
+  // Starts the materializer. With `stage`, the database already holds state (a rescaled
+  // restore): it is materialized first, synchronously, so that checkpoints reference it. With
+  // `snapshot` (a restore by the fast path: the database is that snapshot's, `refs` its SHARED
+  // list), the snapshot's files are the first materialization and its segments the first
+  // segments (the database holds them applied already; the materializer applies them again,
+  // which changes nothing).
+  Status StartChangelog(bool stage, const std::string* snapshot = nullptr,
+                        const std::vector<SharedFileRef>* refs = nullptr);
   void StopChangelog();
   Status PersistChangelog(const StateDelta& delta, const std::string& checkpoint_dir, uint64_t* bytes);
   void MaterializerLoop() EXCLUDES(mu_);

@@ -591,6 +591,8 @@ TEST(SharedFilesTest, AfterOlderCheckpointsAreDeletedTheNewestStillRestores) {
 
 // ---- Changelog checkpoints (state.changelog).
 
+uint32_t GroupOf(const std::string& key) { return KeyGroupOf(KeyHash(key), kMaxP); }
+
 // The changelog segments and the other (materialization) files a keyed snapshot lists.
 void SplitRefs(const std::string& keyed_dir, size_t* segments, size_t* others) {
   std::vector<SharedFileRef> refs;
@@ -641,7 +643,8 @@ TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadB
   EXPECT_EQ(at3.count("value/string/v|key8|"), 0u);
   EXPECT_EQ(at3.count("value/int64/|key9|"), 0u);
 
-  // A restore materializes what it restored: the next checkpoint lists that and one segment.
+  // A restore at the same parallelism rewrites nothing: its first checkpoint lists the
+  // restored checkpoint's segments again, and its own.
   Subtask r;
   Restore(never, root, {{chk(3), kAll}}, root + "/_work/run-2/op-0", kAll, &r);
   ValueState<int64_t>* rdef;
@@ -653,16 +656,44 @@ TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadB
   rdef->Put("key12", 1200);
   r.Checkpoint(chk(4));
   SplitRefs(chk(4), &segments, &others);
-  EXPECT_EQ(segments, 1u);
-  EXPECT_GT(others, 0u);
+  EXPECT_EQ(segments, 4u);
+  EXPECT_EQ(others, 0u);
   auto at4 = ReadAll(chk(4));
   EXPECT_EQ(at4.size(), at3.size());
   EXPECT_EQ(at4.at("value/int64/|key12|"), std::string("\xb0\x04\0\0\0\0\0\0", 8));
 
+  // A rescaled restore rewrites its key groups into a new database and materializes it: its
+  // checkpoint lists that materialization and one segment.
+  const KeyGroupRange half = KeyGroupRange::ForSubtask(1, kMaxP, 2);
+  Subtask h;
+  Restore(never, root, {{chk(3), kAll}}, root + "/_work/run-2/op-1", half, &h);
+  ValueState<int64_t>* hdef;
+  ASSERT_TRUE(h.keyed()->GetValueState(kDefaultStateName, &hdef).ok());
+  std::string owned;
+  for (int i = 0; owned.empty(); ++i)
+    if (half.Contains(GroupOf("key" + std::to_string(i)))) owned = "key" + std::to_string(i);
+  hdef->Put(owned, -1);
+  const std::string hchk = root + "/chk-4/op-1/keyed";
+  h.Checkpoint(hchk);
+  SplitRefs(hchk, &segments, &others);
+  EXPECT_EQ(segments, 1u);
+  EXPECT_GT(others, 0u);
+  auto half4 = ReadAll(hchk);
+  size_t in_half = 0;
+  for (const auto& [k, val] : at3) {
+    const std::string key = k.substr(k.find('|') + 1, k.rfind('|') - k.find('|') - 1);
+    in_half += half.Contains(GroupOf(key));
+  }
+  EXPECT_EQ(half4.size(), in_half);
+  EXPECT_EQ(half4.at("value/int64/|" + owned + "|"), std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8));
+
   // Retention keeps checkpoint 4 only: every file it lists stays, the rest go.
   for (int c = 1; c <= 3; ++c) ASSERT_TRUE(RemoveAll(root + "/chk-" + std::to_string(c)).ok());
   ASSERT_TRUE(CollectSharedGarbage(root).ok());
-  EXPECT_EQ(FilesBelow(SharedDir(root)), Referenced(chk(4)));
+  std::set<std::string> listed = Referenced(chk(4));
+  for (const auto& f : Referenced(hchk)) listed.insert(f);
+  EXPECT_EQ(FilesBelow(SharedDir(root)), listed);
+  EXPECT_EQ(ReadAll(hchk), half4);
   EXPECT_EQ(ReadAll(chk(4)), at4);
   // What a savepoint holds of it: one whole database, no SHARED list, the same entries.
   const std::string full = dir / "savepoint-keyed";
