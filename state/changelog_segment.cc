@@ -1,7 +1,9 @@
 // Changelog segments: encoding and reading.
 #include "state/changelog_segment.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <unordered_set>
 
 #include "engine/base/file_util.h"
 
@@ -86,10 +88,10 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
   return out;
 }
 
-Status ReadChangelogSegment(const std::string& path, const std::function<Status(const ChangelogEntry&)>& fn) {
-  std::string bytes;
-  CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, &bytes));
-  std::string_view in(bytes);
+Status ReadChangelogSegment(const std::string& path, std::string* bytes,
+                            const std::function<Status(const ChangelogEntry&)>& fn) {
+  CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, bytes));
+  std::string_view in(*bytes);
   if (in.substr(0, kMagic.size()) != kMagic)
     return Status::Corruption("changelog segment " + path + ": damaged (no " + std::string(kMagic) + " header)");
   Reader r{in.substr(kMagic.size())};
@@ -110,6 +112,44 @@ Status ReadChangelogSegment(const std::string& path, const std::function<Status(
     if (!ok) return Status::Corruption("changelog segment " + path + ": damaged (malformed entry)");
     CAIRN_RETURN_IF_ERROR(fn(e));
   }
+  return Status::OK();
+}
+
+namespace {
+
+struct EntryId {
+  std::string_view state;
+  uint32_t key_group;
+  std::string_view key;
+  bool operator==(const EntryId& o) const { return key_group == o.key_group && key == o.key && state == o.state; }
+};
+struct EntryIdHash {
+  size_t operator()(const EntryId& id) const {
+    return std::hash<std::string_view>()(id.key) ^ (std::hash<std::string_view>()(id.state) * 31) ^ id.key_group;
+  }
+};
+
+}  // namespace
+
+Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vector<std::string>* buffers,
+                                 std::vector<ChangelogEntry>* out) {
+  buffers->assign(paths.size(), std::string());
+  out->clear();
+  std::unordered_set<EntryId, EntryIdHash> seen;
+  // Newest first: an entry of a key already seen is older, and superseded.
+  for (size_t i = paths.size(); i-- > 0;) {
+    CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(paths[i], &(*buffers)[i], [&](const ChangelogEntry& e) {
+      if (seen.insert(EntryId{e.state, e.key_group, e.key}).second) out->push_back(e);
+      return Status::OK();
+    }));
+  }
+  // Named states' stored keys begin with the key group (EncodeEntryKey): their byte order is
+  // the stored order; the default state's is (key group, key).
+  std::sort(out->begin(), out->end(), [](const ChangelogEntry& a, const ChangelogEntry& b) {
+    if (a.state != b.state) return a.state < b.state;
+    if (a.key_group != b.key_group) return a.key_group < b.key_group;
+    return a.key < b.key;
+  });
   return Status::OK();
 }
 

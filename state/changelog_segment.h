@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/base/status.h"
 #include "state/keyed_state.h"
@@ -44,8 +45,16 @@ struct ChangelogEntry {
   bool deleted = false;
 };
 
-// Reads the segment file `path` (checksummed) and visits its entries in order. Damage is
-// Corruption naming `path`.
-Status ReadChangelogSegment(const std::string& path, const std::function<Status(const ChangelogEntry&)>& fn);
+// Reads the segment file `path` (checksummed) into *bytes and visits its entries in order (the
+// entries' views point into *bytes). Damage is Corruption naming `path`.
+Status ReadChangelogSegment(const std::string& path, std::string* bytes,
+                            const std::function<Status(const ChangelogEntry&)>& fn);
+
+// The entries of the segments `paths` (in write order) coalesced: the newest entry of each
+// (state, key group, key) only, sorted by state and then by stored key order (key group, then
+// key bytes), so that writing them into RocksDB inserts in key order. *buffers holds the
+// segments' bytes the entries point into.
+Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vector<std::string>* buffers,
+                                 std::vector<ChangelogEntry>* out);
 
 }  // namespace cairn

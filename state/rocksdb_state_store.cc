@@ -210,9 +210,10 @@ void EncodeValue(int64_t value, char out[kValueSize]);
 
 using FamilyFn = std::function<Status(std::string_view state, rocksdb::ColumnFamilyHandle** cf)>;
 
-// Applies the changelog segment at `path` to `db` in one WriteBatch (no WAL); `family` gives
-// the column family of a named state, made when missing.
-Status ApplySegment(rocksdb::DB* db, const std::string& path, const FamilyFn& family);
+// Applies the changelog segments `paths` (in write order) to `db`, coalesced and in key order
+// (CoalesceChangelogSegments), in batches (no WAL); `family` gives the column family of a named
+// state, made when missing.
+Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family);
 
 // Writes every column family's memtable to SST files.
 rocksdb::Status FlushFamilies(rocksdb::DB* db, const std::map<std::string, rocksdb::ColumnFamilyHandle*>& families) {
@@ -257,32 +258,44 @@ Status OpenedFamily(OpenedDb* db, const rocksdb::Options& o, std::string_view st
   return Status::OK();
 }
 
-Status ApplySegment(rocksdb::DB* db, const std::string& path, const FamilyFn& family) {
+Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family) {
+  if (paths.empty()) return Status::OK();
+  std::vector<std::string> buffers;
+  std::vector<ChangelogEntry> entries;
+  CAIRN_RETURN_IF_ERROR(CoalesceChangelogSegments(paths, &buffers, &entries));
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
   rocksdb::WriteBatch batch;
   std::string key;
   char value[kValueSize];
-  CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(path, [&](const ChangelogEntry& e) -> Status {
+  std::string_view last_state;
+  rocksdb::ColumnFamilyHandle* cf = db->DefaultColumnFamily();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ChangelogEntry& e = entries[i];
     rocksdb::Status s;
     if (e.state.empty()) {
       key = EncodeKey(e.key_group, e.key);
       EncodeValue(e.int64, value);
       s = e.deleted ? batch.Delete(key) : batch.Put(key, rocksdb::Slice(value, kValueSize));
     } else {
-      StateDescriptor d;
-      if (!StateDescriptor::Decode(e.state, &d))
-        return Status::Corruption("changelog segment " + path + " holds an unknown state '" + std::string(e.state) + "'");
-      rocksdb::ColumnFamilyHandle* cf = nullptr;
-      CAIRN_RETURN_IF_ERROR(family(e.state, &cf));
+      if (e.state != last_state) {
+        StateDescriptor d;
+        if (!StateDescriptor::Decode(e.state, &d))
+          return Status::Corruption("changelog segment " + paths.back() + " or before holds an unknown state '" +
+                                    std::string(e.state) + "'");
+        CAIRN_RETURN_IF_ERROR(family(e.state, &cf));
+        last_state = e.state;
+      }
       const rocksdb::Slice k(e.key.data(), e.key.size());
       s = e.deleted ? batch.Delete(cf, k) : batch.Put(cf, k, rocksdb::Slice(e.value.data(), e.value.size()));
     }
-    if (!s.ok()) return FromRocks(s, "cannot build write batch from", path);
-    return Status::OK();
-  }));
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;
-  rocksdb::Status s = db->Write(wo, &batch);
-  if (!s.ok()) return FromRocks(s, "cannot apply changelog segment", path);
+    if (!s.ok()) return FromRocks(s, "cannot build write batch from", paths.back());
+    if (batch.Count() >= kRestoreBatchEntries || i + 1 == entries.size()) {
+      s = db->Write(wo, &batch);
+      if (!s.ok()) return FromRocks(s, "cannot apply changelog segments up to", paths.back());
+      batch.Clear();
+    }
+  }
   return Status::OK();
 }
 
@@ -321,15 +334,13 @@ Status OpenSnapshot(const std::string& dir, const std::string& temp_parent, Open
     out->Close();
     return st;
   }
-  for (const std::string& seg : segments) {
-    Status st = ApplySegment(out->db, seg, [&](std::string_view state, rocksdb::ColumnFamilyHandle** cf) {
-      return OpenedFamily(out, wo, state, cf);
-    });
-    if (!st.ok()) {
-      st = out->Translate(st);
-      out->Close();
-      return st;
-    }
+  Status st = ApplySegments(out->db, segments, [&](std::string_view state, rocksdb::ColumnFamilyHandle** cf) {
+    return OpenedFamily(out, wo, state, cf);
+  });
+  if (!st.ok()) {
+    st = out->Translate(st);
+    out->Close();
+    return st;
   }
   return Status::OK();
 }
@@ -733,11 +744,11 @@ void RocksDbStateStore::StopChangelog() {
 }
 
 Status RocksDbStateStore::MaterializeOnce(const std::vector<uint64_t>& seqs) {
-  for (uint64_t seq : seqs) {
-    CAIRN_RETURN_IF_ERROR(ApplySegment(db_, SegmentPath(seq), [this](std::string_view state, rocksdb::ColumnFamilyHandle** cf) {
-      return Family(std::string(state), cf);
-    }));
-  }
+  std::vector<std::string> paths;
+  for (uint64_t seq : seqs) paths.push_back(SegmentPath(seq));
+  CAIRN_RETURN_IF_ERROR(ApplySegments(db_, paths, [this](std::string_view state, rocksdb::ColumnFamilyHandle** cf) {
+    return Family(std::string(state), cf);
+  }));
   rocksdb::Status s = FlushFamilies(db_, families_);
   if (!s.ok()) return FromRocks(s, "cannot flush keyed state in", dir_);
   Materialization m;
@@ -1026,12 +1037,10 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
     auto db = std::make_unique<OpenedDb>();
     rocksdb::Status s = OpenFamilies(WorkDbOptions(options), work_dir, /*read_only=*/false, db.get());
     if (!s.ok()) return fail(FromRocks(s, "cannot open restored keyed state database", work_dir));
-    for (const std::string& seg : SegmentPaths(refs)) {
-      st = ApplySegment(db->db, seg, [&](std::string_view name, rocksdb::ColumnFamilyHandle** cf) {
-        return OpenedFamily(db.get(), WorkDbOptions(options), name, cf);
-      });
-      if (!st.ok()) return fail(st);
-    }
+    st = ApplySegments(db->db, SegmentPaths(refs), [&](std::string_view name, rocksdb::ColumnFamilyHandle** cf) {
+      return OpenedFamily(db.get(), WorkDbOptions(options), name, cf);
+    });
+    if (!st.ok()) return fail(st);
     st = LoadAll(db.get(), snap, range, state, named);
     if (!st.ok()) return fail(st);
     // Hand the database over to the store.
