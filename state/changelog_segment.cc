@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <unordered_set>
+#include <climits>
+#include <cstdint>
+#include <memory>
 
 #include "engine/base/file_util.h"
 
@@ -117,16 +119,61 @@ Status ReadChangelogSegment(const std::string& path, std::string* bytes,
 
 namespace {
 
-struct EntryId {
-  std::string_view state;
-  uint32_t key_group;
-  std::string_view key;
-  bool operator==(const EntryId& o) const { return key_group == o.key_group && key == o.key && state == o.state; }
-};
-struct EntryIdHash {
-  size_t operator()(const EntryId& id) const {
-    return std::hash<std::string_view>()(id.key) ^ (std::hash<std::string_view>()(id.state) * 31) ^ id.key_group;
+uint64_t EntryHash(const ChangelogEntry& e) {
+  return std::hash<std::string_view>()(e.key) * 0x9e3779b97f4a7c15ull ^ std::hash<std::string_view>()(e.state) ^
+         e.key_group;
+}
+bool SameEntry(const ChangelogEntry& a, const ChangelogEntry& b) {
+  return a.key_group == b.key_group && a.key == b.key && a.state == b.state;
+}
+
+// A set of entries of `out` (by index), open addressing with linear probing: no allocation
+// per entry, which a node-based set spends most of a coalescing on.
+class EntrySet {
+ public:
+  EntrySet(const std::vector<ChangelogEntry>* out, size_t expected) : out_(out) { Resize(expected * 2 + 16); }
+  // True when no entry of the same (state, key group, key) is in the set; then out->back()
+  // (which the caller just appended) is added.
+  bool AddLast() {
+    if ((count_ + 1) * 10 > slots_.size() * 7) Resize(slots_.size() * 2);
+    const uint32_t idx = static_cast<uint32_t>(out_->size() - 1);
+    const ChangelogEntry& e = (*out_)[idx];
+    const uint64_t h = EntryHash(e);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.index == kEmpty) {
+        s = Slot{h, idx};
+        ++count_;
+        return true;
+      }
+      if (s.hash == h && SameEntry((*out_)[s.index], e)) return false;
+    }
   }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t index = kEmpty;
+  };
+  void Resize(size_t want) {
+    size_t n = 16;
+    while (n < want) n *= 2;
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(n, Slot{});
+    mask_ = n - 1;
+    for (const Slot& s : old) {
+      if (s.index == kEmpty) continue;
+      size_t i = s.hash & mask_;
+      while (slots_[i].index != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+  const std::vector<ChangelogEntry>* out_;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t count_ = 0;
 };
 
 }  // namespace
@@ -135,13 +182,27 @@ Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vec
                                  std::vector<ChangelogEntry>* out) {
   buffers->assign(paths.size(), std::string());
   out->clear();
-  std::unordered_set<EntryId, EntryIdHash> seen;
-  // Newest first: an entry of a key already seen is older, and superseded.
+  std::unique_ptr<EntrySet> seen;
+  // Newest first: an entry of a key already seen is older, and superseded. A segment holds
+  // each key once, so the newest needs no look-up, and sizes the set.
   for (size_t i = paths.size(); i-- > 0;) {
+    const bool newest = i + 1 == paths.size();
     CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(paths[i], &(*buffers)[i], [&](const ChangelogEntry& e) {
-      if (seen.insert(EntryId{e.state, e.key_group, e.key}).second) out->push_back(e);
+      out->push_back(e);
+      if (!newest && !seen->AddLast()) out->pop_back();
       return Status::OK();
     }));
+    if (newest && paths.size() > 1) {
+      // The newest segment's entries into the set (they are distinct), sized for them all.
+      std::vector<ChangelogEntry> first;
+      first.swap(*out);
+      seen = std::make_unique<EntrySet>(out, first.size() * 2);
+      out->reserve(first.size() * 2);
+      for (const ChangelogEntry& e : first) {
+        out->push_back(e);
+        seen->AddLast();
+      }
+    }
   }
   // Named states' stored keys begin with the key group (EncodeEntryKey): their byte order is
   // the stored order; the default state's is (key group, key).

@@ -123,6 +123,20 @@ void KeyedInt64State::Grow() {
   }
 }
 
+void KeyedInt64State::Reserve(size_t n) {
+  if (n > (size_t{1} << 31)) n = size_t{1} << 31;
+  if (count_ == 0) {
+    size_t slots = slots_.size();
+    while (GrowThreshold(slots) < n) slots *= 2;
+    if (slots == slots_.size()) return;
+    slots_.assign(slots, Slot{});
+    mask_ = slots - 1;
+    grow_at_ = GrowThreshold(slots);
+    return;
+  }
+  while (GrowThreshold(slots_.size()) < n) Grow();
+}
+
 void KeyedInt64State::MarkDirty(size_t slot) {
   Slot& s = slots_[slot];
   if (!s.dirty) {
@@ -197,7 +211,11 @@ void KeyedInt64State::Put(std::string_view key, int64_t value) {
   }
 }
 
-void KeyedInt64State::Delete(std::string_view key) {
+void KeyedInt64State::Delete(std::string_view key) { Remove(key, /*mark_dirty=*/true); }
+
+void KeyedInt64State::LoadRemoval(std::string_view key) { Remove(key, /*mark_dirty=*/false); }
+
+void KeyedInt64State::Remove(std::string_view key, bool mark_dirty) {
   const uint64_t hash = KeyHash(key);
   if (!Owns(hash)) return RecordForeignKey(key, hash);
   size_t i = hash & mask_;
@@ -210,7 +228,7 @@ void KeyedInt64State::Delete(std::string_view key) {
       s.removed = true;
       s.value = 0;
       ++removed_;
-      MarkDirty(i);
+      if (mark_dirty) MarkDirty(i);
       return;
     }
     i = (i + 1) & mask_;

@@ -99,8 +99,13 @@ class KeyedInt64State {
   // Synchronous snapshot: the entries changed since the last call (their values copied, their
   // keys referenced in the arena); clears the change set.
   std::unique_ptr<StateDelta> TakeDelta();
+  // Restore: makes room for `n` entries at once (a hint; no effect when there is room), so that
+  // loading them does not grow the table step by step.
+  void Reserve(size_t n);
   // Restore: inserts without marking the entry changed.
   void LoadEntry(std::string_view key, int64_t value);
+  // Restore: removes `key` without marking it changed (a removal a changelog segment holds).
+  void LoadRemoval(std::string_view key);
   // Visits every entry (unordered).
   void ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const;
 
@@ -118,6 +123,7 @@ class KeyedInt64State {
   // Doubles the table and rebuilds dirty_ (slots move).
   void Grow();
   void MarkDirty(size_t slot);
+  void Remove(std::string_view key, bool mark_dirty);
   // Copies `key` into the arena; the returned pointer stays valid for the table's lifetime.
   const char* StoreKey(std::string_view key);
   bool Owns(uint64_t hash) const { return range_.Contains(KeyGroupOf(hash, max_parallelism_)); }

@@ -475,6 +475,37 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
   return Status::OK();
 }
 
+// Loads the changelog segments `paths` of the snapshot `snapshot_dir` into `state` and `named`
+// (over what LoadAll loaded from its materialization), oldest first: the tables coalesce them,
+// a later entry replacing an earlier one. All must lie in `range`.
+Status LoadSegments(const std::vector<std::string>& paths, const std::string& snapshot_dir, const KeyGroupRange& range,
+                    KeyedInt64State* state, HeapKeyedStateBackend* named) {
+  std::string buffer;
+  for (const std::string& path : paths) {
+    CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(path, &buffer, [&](const ChangelogEntry& e) -> Status {
+      uint32_t kg = e.key_group;
+      if (!e.state.empty()) {
+        if (e.key.size() < kKeyGroupPrefixSize)
+          return Status::Corruption("changelog segment " + path + ": malformed entry");
+        const auto* kp = reinterpret_cast<const unsigned char*>(e.key.data());
+        kg = (static_cast<uint32_t>(kp[0]) << 8) | kp[1];
+      }
+      if (!range.Contains(kg))
+        return Status::Corruption("keyed state snapshot " + snapshot_dir + " holds key group " + std::to_string(kg) +
+                                  " outside its range " + range.ToString());
+      if (!e.state.empty())
+        return named->LoadNamed(e.state, e.key, e.value, e.deleted).WithContext("changelog segment " + path);
+      if (e.deleted) {
+        state->LoadRemoval(e.key);
+      } else {
+        state->LoadEntry(e.key, e.int64);
+      }
+      return Status::OK();
+    }));
+  }
+  return Status::OK();
+}
+
 uint64_t FilesSize(const std::string& dir) {
   uint64_t total = 0;
   std::error_code ec;
@@ -1037,11 +1068,23 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
     auto db = std::make_unique<OpenedDb>();
     rocksdb::Status s = OpenFamilies(WorkDbOptions(options), work_dir, /*read_only=*/false, db.get());
     if (!s.ok()) return fail(FromRocks(s, "cannot open restored keyed state database", work_dir));
-    st = ApplySegments(db->db, SegmentPaths(refs), [&](std::string_view name, rocksdb::ColumnFamilyHandle** cf) {
-      return OpenedFamily(db.get(), WorkDbOptions(options), name, cf);
-    });
-    if (!st.ok()) return fail(st);
+    // The heap backend with changelog loads the segments into memory only: its materializer
+    // applies them to the database (in the background, before the next materialization).
+    // Otherwise the database must hold them before anything is read or written.
+    const bool heap_changelog = options.changelog && options.kind == StateBackendOptions::Kind::kHeap &&
+                                !options.shared_dir.empty() && state != nullptr && named != nullptr;
+    if (!heap_changelog) {
+      st = ApplySegments(db->db, SegmentPaths(refs), [&](std::string_view name, rocksdb::ColumnFamilyHandle** cf) {
+        return OpenedFamily(db.get(), WorkDbOptions(options), name, cf);
+      });
+      if (!st.ok()) return fail(st);
+    }
+    // The table sized once from RocksDB's estimate of the keys, not doubled while loading.
+    uint64_t estimate = 0;
+    if (state != nullptr && db->db->GetIntProperty(db->handles[0], "rocksdb.estimate-num-keys", &estimate))
+      state->Reserve(static_cast<size_t>(estimate));
     st = LoadAll(db.get(), snap, range, state, named);
+    if (st.ok() && heap_changelog) st = LoadSegments(SegmentPaths(refs), snap, range, state, named);
     if (!st.ok()) return fail(st);
     // Hand the database over to the store.
     store.reset(new RocksDbStateStore(work_dir, db->db, options));
