@@ -814,10 +814,7 @@ void RocksDbStateStore::MaterializerLoop() {
     if (seqs.empty()) continue;
     // A failure leaves checkpoints on the previous materialization (with more segments); the
     // segments are applied again next time (their entries are values, not increments).
-    Status s = MaterializeOnce(seqs);
-    MutexLock l(&mu_);
-    if (s.ok()) applied = seqs.back();
-    materialize_error_ = s;
+    if (MaterializeOnce(seqs).ok()) applied = seqs.back();
   }
 }
 

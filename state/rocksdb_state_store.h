@@ -109,7 +109,7 @@ class RocksDbStateStore : public StateStore {
 
   // ---- Changelog checkpoints (options_.changelog).
   struct Materialization {
-    uint64_t id = 0;       // 0: none yet (an empty database)
+    uint64_t id = 0;       // 0: none yet (an empty database); a restored snapshot's is 1
     std::string dir;       // the local RocksDB checkpoint (hard links into dir_)
     std::vector<std::string> files;  // its file names
     uint64_t up_to = 0;    // the last segment it holds
@@ -118,8 +118,8 @@ class RocksDbStateStore : public StateStore {
   // restore): it is materialized first, synchronously, so that checkpoints reference it. With
   // `snapshot` (a restore by the fast path: the database is that snapshot's, `refs` its SHARED
   // list), the snapshot's files are the first materialization and its segments the first
-  // segments (the database holds them applied already; the materializer applies them again,
-  // which changes nothing).
+  // segments (loaded into memory by the restore, not into the database: the materializer
+  // applies them before its first materialization).
   Status StartChangelog(bool stage, const std::string* snapshot = nullptr,
                         const std::vector<SharedFileRef>* refs = nullptr);
   void StopChangelog();
@@ -148,7 +148,6 @@ class RocksDbStateStore : public StateStore {
   Materialization current_ GUARDED_BY(mu_);         // what checkpoints reference
   std::vector<uint64_t> segments_ GUARDED_BY(mu_);  // local segments, ascending (those > current_.up_to are live)
   std::vector<std::pair<uint64_t, std::string>> retired_ GUARDED_BY(mu_);  // (id, dir) of those current_ replaced
-  Status materialize_error_ GUARDED_BY(mu_);        // the last materialization's, kept for the log
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread materializer_;
 };
