@@ -53,6 +53,17 @@ const CrashScenario kScenarios[] = {
     {"retention.cleanup", 2, false, {"checkpoint.retain=1"}},
     {"retention.shared", 2, false, {"checkpoint.retain=1"}},
     {"restore.midway", 1, false, {}, true},
+    // Changelog checkpoints (state.changelog), materialized every 50 ms.
+    {"persist.changelog_written", 3, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
+    {"materialize.staged", 2, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
+};
+
+// The points of the keyed-state protocol again with changelog checkpoints: the SHARED list of
+// a materialization and segments, their collection, and a restore from them.
+const CrashScenario kChangelogScenarios[] = {
+    {"persist.shared_listed", 3, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
+    {"retention.shared", 2, false, {"checkpoint.retain=1", "state.changelog=true", "state.materialize_interval=50ms"}},
+    {"restore.midway", 1, false, {"state.changelog=true", "state.materialize_interval=50ms"}, true},
 };
 
 const CrashScenario* FindScenario(const std::string& point) {
@@ -78,12 +89,9 @@ void CheckpointDirs(const std::string& ck, std::set<uint64_t>* complete, std::se
   }
 }
 
-class CrashPointTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
-  const std::string point = kCrashPoints[GetParam()].name;
-  const CrashScenario* sc = FindScenario(point);
-  ASSERT_NE(sc, nullptr) << "no scenario for crash point " << point << ": add one to kScenarios";
+// Runs the scenario: crash, restart until complete, check the output and the checkpoints left.
+void CrashThenRestore(const CrashScenario* sc) {
+  const std::string point = sc->point;
 
   ScratchDir dir;
   const std::string input = dir / "input.txt";
@@ -150,6 +158,30 @@ TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
         << "incomplete checkpoint " << name << " left by the crash was not removed";
   }
 }
+
+class CrashPointTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
+  const std::string point = kCrashPoints[GetParam()].name;
+  const CrashScenario* sc = FindScenario(point);
+  ASSERT_NE(sc, nullptr) << "no scenario for crash point " << point << ": add one to kScenarios";
+  CrashThenRestore(sc);
+}
+
+class ChangelogCrashPointTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ChangelogCrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
+  CrashThenRestore(&kChangelogScenarios[GetParam()]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Changelog, ChangelogCrashPointTest,
+                         ::testing::Range(0, static_cast<int>(sizeof(kChangelogScenarios) / sizeof(kChangelogScenarios[0]))),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           std::string name = kChangelogScenarios[info.param].point;
+                           for (char& c : name)
+                             if (c == '.') c = '_';
+                           return name;
+                         });
 
 std::string PointName(const ::testing::TestParamInfo<int>& info) {
   std::string name = kCrashPoints[info.param].name;
