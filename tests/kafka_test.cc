@@ -564,6 +564,10 @@ std::map<std::pair<std::string, uint64_t>, int> Commits(const std::vector<TraceL
   }
   for (const auto& key : unmarked_commit)
     if (n[key] == 0) n[key] = 1;  // committed, not rewritten (the run ended or its restore saw it otherwise)
+  // A run killed after a commit and its marker, before it traced the commit: the next run's
+  // restore found the marker and left the transaction alone.
+  for (const TraceLine& t : trace)
+    if (t.call == "committed-before" && n[{t.id, t.checkpoint}] == 0) n[{t.id, t.checkpoint}] = 1;
   return n;
 }
 
