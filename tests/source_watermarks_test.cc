@@ -95,6 +95,28 @@ TEST(SourceWatermarks, PerSplitTheSlowestActiveSplitHoldsTheWatermarkBack) {
   EXPECT_EQ(c.watermark, 3500 - 1);  // below what was emitted: the task emits only what passes it
 }
 
+// Asked only after every split's idle deadline passed (the task woke late on a loaded
+// machine): idle, with the watermark of the split that went idle last, which an on-time call
+// would have seen once the others were idle; the task sends it before it goes idle.
+TEST(SourceWatermarks, AskedLateAfterEverySplitWentIdleItGivesTheWatermarkOfTheLastOne) {
+  const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
+  FakeSplits splits;
+  splits.splits = {0, 1, 2};
+  SourceWatermarkGenerator g;
+  g.Start(Config(0, 200), &splits, t0);
+  g.OnRecords(Batch({{0, 9000}, {1, 4000}}), t0 + milliseconds(10));  // split 2 has none
+  g.OnRecords(Batch({{0, 9990}}), t0 + milliseconds(50));
+  EXPECT_EQ(g.Now(t0 + milliseconds(50)).watermark, kMinWatermark) << "split 2 holds it back";
+  const SourceWatermarkGenerator::Current late = g.Now(t0 + std::chrono::seconds(5));
+  EXPECT_TRUE(late.idle);
+  EXPECT_EQ(late.watermark, 9990 - 1);
+  // Without any record at all the idle source has no watermark to give.
+  SourceWatermarkGenerator empty;
+  empty.Start(Config(0, 200), &splits, t0);
+  EXPECT_TRUE(empty.Now(t0 + std::chrono::seconds(5)).idle);
+  EXPECT_EQ(empty.Now(t0 + std::chrono::seconds(5)).watermark, kMinWatermark);
+}
+
 TEST(SourceWatermarks, ASubtaskWithoutSplitsIsIdleAtOnceAndNewSplitsHoldItBack) {
   const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
   FakeSplits splits;

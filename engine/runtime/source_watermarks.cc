@@ -63,16 +63,32 @@ SourceWatermarkGenerator::Current SourceWatermarkGenerator::Now(Clock::time_poin
     for (int64_t id : active_) SplitOf(id, now);
   }
   const int64_t lag = config_.max_out_of_orderness_ms + 1;
+  // max - max_out_of_orderness - 1, saturating.
+  auto of = [lag](const Split& s) {
+    return s.max_event_time < kMinWatermark + lag ? kMinWatermark : s.max_event_time - lag;
+  };
   bool any_active = false;
   int64_t wm = kMaxWatermark;
+  Clock::time_point last = Clock::time_point::min();
   for (const auto& [id, s] : splits_) {
+    last = std::max(last, s.last_record);
     if (Idle(s, now)) continue;
     any_active = true;
-    // max - max_out_of_orderness - 1, saturating.
-    wm = std::min(wm, s.max_event_time < kMinWatermark + lag ? kMinWatermark : s.max_event_time - lag);
+    wm = std::min(wm, of(s));
   }
   c.idle = !any_active;
-  c.watermark = any_active ? wm : kMinWatermark;
+  if (any_active) {
+    c.watermark = wm;
+    return c;
+  }
+  // Every split idle: the watermark of the last ones to go idle (the latest last record), as it
+  // was just before they did. Asked late (a task woken after more than one split's deadline
+  // passed), this is still the watermark an on-time call would have seen last; the earlier
+  // ones, over more splits, were no larger.
+  wm = kMaxWatermark;
+  for (const auto& [id, s] : splits_)
+    if (s.last_record == last) wm = std::min(wm, of(s));
+  c.watermark = splits_.empty() ? kMinWatermark : wm;
   return c;
 }
 

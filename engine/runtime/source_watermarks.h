@@ -47,8 +47,10 @@ class SourceWatermarkGenerator {
   void OnRecords(const RecordBatch& batch, Clock::time_point now);
 
   struct Current {
-    int64_t watermark = kMinWatermark;  // kMinWatermark: none yet
-    bool idle = false;                  // every split is idle
+    // kMinWatermark: none yet. When idle: the watermark of the splits that went idle last,
+    // which the task sends (if it passes what it sent) before it goes idle.
+    int64_t watermark = kMinWatermark;
+    bool idle = false;  // every split is idle
   };
   // The watermark and idleness now (after records, or after a poll without any). Asks the
   // SplitSource which splits it reads.

@@ -323,22 +323,29 @@ Clock::time_point Task::ParkDeadline(Clock::time_point deadline) {
 }
 
 void Task::NoteEventTimes(const RecordBatch& batch) {
-  if (watermarks_.enabled()) watermarks_.OnRecords(batch, Clock::now());
+  if (!watermarks_.enabled()) return;
+  batch_at_ = Clock::now();
+  watermarks_.OnRecords(batch, batch_at_);
 }
 
 bool Task::EmitSourceWatermark() {
   if (!watermarks_.enabled()) return true;
-  const SourceWatermarkGenerator::Current c = watermarks_.Now(Clock::now());
-  if (c.idle) return ForwardIdle(true);  // the records were the last of every split it reads
-  return c.watermark > out_watermark_ ? ProcessWatermarkChain(1, c.watermark) : true;
+  // At the batch's time, not now: emitting it may have taken longer than idle_timeout (a
+  // loaded machine), and the splits it came from must count with the watermark it carries,
+  // else they would go idle without it ever being sent.
+  return ForwardSourceWatermark(watermarks_.Now(batch_at_));
+}
+
+bool Task::ForwardSourceWatermark(const SourceWatermarkGenerator::Current& c) {
+  if (out_idle_) return true;  // a record makes it active again (RunSource), before this
+  if (c.watermark > out_watermark_ && !ProcessWatermarkChain(1, c.watermark)) return false;
+  return c.idle ? ForwardIdle(true) : true;
 }
 
 bool Task::CheckSourceIdle() {
   if (!watermarks_.enabled()) return true;
   // Without records: every split may have gone idle, or one that held the others back.
-  const SourceWatermarkGenerator::Current c = watermarks_.Now(Clock::now());
-  if (c.idle) return out_idle_ ? true : ForwardIdle(true);
-  return c.watermark > out_watermark_ && !out_idle_ ? ProcessWatermarkChain(1, c.watermark) : true;
+  return ForwardSourceWatermark(watermarks_.Now(Clock::now()));
 }
 
 void Task::SnapshotChain(const Barrier& b, PersistJob* job) {

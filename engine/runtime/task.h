@@ -142,6 +142,9 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   void NoteEventTimes(const RecordBatch& batch);
   bool EmitSourceWatermark();
   bool CheckSourceIdle();
+  // Sends what the source watermarks say (the watermark if it passed the last one sent, then
+  // idleness); nothing while the task is idle.
+  bool ForwardSourceWatermark(const SourceWatermarkGenerator::Current& c);
   Clock::time_point ParkDeadline(Clock::time_point deadline);
   bool NotifyChain(CheckpointId id);  // false (and failed) when an operator fails
   // Fails the task with `s` from chain operator `c`, naming it; returns false.
@@ -188,6 +191,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   std::atomic<int64_t> watermark_view_{kMinWatermark};  // out_watermark_, for observers
   bool out_idle_ = false;                  // an idle watermark was sent last
   SourceWatermarkGenerator watermarks_;    // a source with `watermark:`
+  Clock::time_point batch_at_{};           // when NoteEventTimes saw the last batch
   bool has_timers_ = false;                // some chained operator has processing-time timers
 };
 
