@@ -85,6 +85,7 @@ class Transport {
   // The first failure; OK while none.
   Status status() const;
   // Closes the connections and joins the threads; later failures are not reported. Idempotent.
+  // The channels must outlive it (or this call).
   void Stop();
 
   // For tests: the most batches inbound channel `id` held received and not yet popped.
