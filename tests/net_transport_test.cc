@@ -440,6 +440,36 @@ TEST(RemoteChannelTest, UnalignedBarrierOvertakesDataHeldBackByCreditAndRecordsI
   EXPECT_THAT(batches, ElementsAreArray(std::vector<std::string>(expected.begin() + 1, expected.end())));
 }
 
+TEST(RemoteChannelTest, AFeedbackEdgeNeverBlocksItsProducerAndKeepsItsBacklogLimit) {
+  // A feedback channel (it closes a cycle) is unbounded on the producer's side with
+  // checkpoint.max_feedback_backlog; across processes the inbound side adds at most its credits.
+  struct Listener : BacklogListener {
+    std::vector<Status> reports;
+    void BacklogExceeded(const Status& s) override { reports.push_back(s); }
+  } listener;
+  RemotePair pair;
+  Parker prod, cons;
+  constexpr uint32_t kCredits = 2;
+  constexpr uint64_t kLimit = 100;
+  Channel feedback("op[0]->op[0]", 2, &prod, pair.t(0).SenderParker(1), /*unbounded=*/true, kLimit, &listener);
+  Channel inbound("op[0]->op[0]", 2, pair.t(1).ReceiverParker(0), &cons);
+  pair.t(0).AddOutbound(2, 1, &feedback);
+  pair.t(1).AddInbound(2, 0, &inbound, kCredits);
+  pair.Start();
+  // Nothing is consumed: the producer goes on (it never blocks) until the backlog passes the limit.
+  int pushed = 0;
+  while (feedback.Push(StreamElement::OfBatch(Keys({"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"})))) pushed++;
+  // At most kCredits batches went out, one is held by the sender: the backlog counts the rest.
+  EXPECT_GE(pushed, static_cast<int>(kLimit / 10));
+  EXPECT_LE(pushed, static_cast<int>(kLimit / 10 + kCredits + 1));
+  ASSERT_EQ(listener.reports.size(), 1u);
+  EXPECT_THAT(listener.reports[0].message(), HasSubstr("op[0]->op[0]"));
+  EXPECT_THAT(listener.reports[0].message(), HasSubstr("checkpoint.max_feedback_backlog = 100"));
+  EXPECT_LE(inbound.SizeApprox(), kCredits);
+  pair.t(0).Stop();  // before the channels go
+  pair.t(1).Stop();
+}
+
 TEST(RemoteChannelTest, ALostConnectionFailsTheTransportAndCancelsItsChannels) {
   RemotePair pair;
   Parker prod, cons;
