@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <asio.hpp>
+
 #include <atomic>
 #include <future>
 #include <memory>
@@ -468,6 +470,33 @@ TEST(RemoteChannelTest, AFeedbackEdgeNeverBlocksItsProducerAndKeepsItsBacklogLim
   EXPECT_LE(inbound.SizeApprox(), kCredits);
   pair.t(0).Stop();  // before the channels go
   pair.t(1).Stop();
+}
+
+TEST(RemoteChannelTest, StartNamesTheWorkerThatDidNotConnectByTheDeadline) {
+  RemotePair pair;
+  Parker prod, cons;
+  pair.AddEdge(1, 1, 0, 2, 2, &prod, &cons);  // worker 0 waits for worker 1, which never starts
+  Status s = pair.t(0).Start({{1, {"127.0.0.1", pair.t(1).port()}}}, Transport::Clock::now());
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr("worker(s) 1 did not connect to worker 0"));
+}
+
+TEST(RemoteChannelTest, StartRetriesARefusedConnectionUntilTheDeadline) {
+  // A port bound but not listening refuses connections (and stays ours for the test).
+  asio::io_context io;
+  asio::ip::tcp::acceptor bound(io);
+  bound.open(asio::ip::tcp::v4());
+  bound.bind(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  uint16_t closed_port = bound.local_endpoint().port();
+  Transport t(0);
+  ASSERT_TRUE(t.Listen(Endpoint{"127.0.0.1", 0}).ok());
+  Parker prod;
+  Channel out("w0->w1", 2, &prod, t.SenderParker(1));
+  t.AddOutbound(1, 1, &out);
+  Status s = t.Start({{1, {"127.0.0.1", closed_port}}}, Transport::Clock::now());
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr("cannot connect to worker 1 at 127.0.0.1:" + std::to_string(closed_port)));
+  t.Stop();
 }
 
 TEST(RemoteChannelTest, ALostConnectionFailsTheTransportAndCancelsItsChannels) {

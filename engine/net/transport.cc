@@ -346,7 +346,7 @@ void Transport::AddInbound(uint32_t id, uint32_t peer, Channel* ch, uint32_t cre
   p.in.push_back(std::move(in));
 }
 
-Status Transport::Start(const std::map<uint32_t, Endpoint>& peer_endpoints) {
+Status Transport::Start(const std::map<uint32_t, Endpoint>& peer_endpoints, Clock::time_point deadline) {
   Impl& m = *impl_;
   asio::error_code ec;
   size_t expect_in = 0;
@@ -359,7 +359,17 @@ Status Transport::Start(const std::map<uint32_t, Endpoint>& peer_endpoints) {
     auto res = r.resolve(at->second.host, std::to_string(at->second.port), ec);
     if (ec) return Status::IOError("cannot resolve " + at->second.ToString() + ": " + ec.message());
     p->out_sock = std::make_unique<tcp::socket>(m.io);
-    asio::connect(*p->out_sock, res, ec);
+    // The peer may not listen yet (workers start concurrently): retry until the deadline.
+    for (auto pause = std::chrono::milliseconds(5);; pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
+      asio::connect(*p->out_sock, res, ec);
+      if (!ec && p->out_sock->local_endpoint(ec) == p->out_sock->remote_endpoint(ec)) {
+        // A TCP self-connect (the ephemeral port chosen was the peer's port): not the peer.
+        p->out_sock->close(ec);
+        ec = asio::error::connection_refused;
+      }
+      if (!ec || ec != asio::error::connection_refused || Clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
+    }
     if (ec) return Status::IOError("cannot connect to worker " + std::to_string(id) + " at " + at->second.ToString() + ": " + ec.message());
     p->out_sock->set_option(tcp::no_delay(true), ec);
     std::string hello;
@@ -369,7 +379,27 @@ Status Transport::Start(const std::map<uint32_t, Endpoint>& peer_endpoints) {
   }
   for (size_t k = 0; k < expect_in; k++) {
     auto sock = std::make_unique<tcp::socket>(m.io);
-    m.acceptor.accept(*sock, ec);
+    bool accepted = false;
+    m.acceptor.async_accept(*sock, [&](const asio::error_code& e) {
+      accepted = true;
+      ec = e;
+    });
+    m.io.restart();
+    if (deadline == Clock::time_point::max()) {
+      m.io.run();
+    } else {
+      m.io.run_until(deadline);
+    }
+    if (!accepted) {
+      m.acceptor.cancel(ec);
+      m.io.restart();
+      m.io.run();  // the cancelled accept's handler
+      std::string missing;
+      for (auto& [pid, pp] : m.peers)
+        if (!pp->in.empty() && pp->in_sock == nullptr) missing += (missing.empty() ? "" : ", ") + std::to_string(pid);
+      return Status::IOError("worker(s) " + missing + " did not connect to worker " + std::to_string(m.worker) +
+                             " in time");
+    }
     if (ec) return Status::IOError("accepting a worker's connection: " + ec.message());
     sock->set_option(tcp::no_delay(true), ec);
     FrameHeader h;

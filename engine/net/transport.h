@@ -34,6 +34,7 @@
 // fails the transport: status() reports it and every channel is cancelled, so that tasks stop.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -76,10 +77,12 @@ class Transport {
   // (>= 1): the batches the sender may have sent and the consumer not yet popped.
   void AddInbound(uint32_t id, uint32_t peer, Channel* ch, uint32_t credits);
 
-  // Connects to every peer that has outbound channels (at peers[peer], which must be
-  // listening), accepts a connection from every peer that has inbound channels, and starts the
-  // threads. Every transport of the job must Listen before any Starts.
-  Status Start(const std::map<uint32_t, Endpoint>& peers);
+  // Connects to every peer that has outbound channels (at peers[peer]; a refused connection is
+  // retried, the peer may not listen yet), accepts a connection from every peer that has
+  // inbound channels, and starts the threads. IOError naming the workers when a connection is
+  // not made by `deadline` (a deadline already past: one attempt).
+  using Clock = std::chrono::steady_clock;
+  Status Start(const std::map<uint32_t, Endpoint>& peers, Clock::time_point deadline = Clock::time_point::max());
   // Blocks until every outbound channel has sent its end of stream, or the transport failed.
   Status Drain();
   // The first failure; OK while none.
