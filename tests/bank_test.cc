@@ -33,7 +33,8 @@ std::vector<std::string> BankArgs(const ScratchDir& dir, const std::string& mode
 // the requests ran out, which cannot be the final one while credits are still queued). Without
 // the throttle, whether any checkpoint caught a credit in flight depended on the machine: on a
 // loaded one every checkpoint could come while the feedback channels were empty.
-void RunToCompletion(const std::string& mode) {
+// `env`: e.g. CAIRN_LOOPBACK_WORKERS=N, the channels between N workers over loopback TCP.
+void RunToCompletion(const std::string& mode, const std::vector<std::string>& env = {}) {
   ScratchDir dir;
   const std::string job = dir / "bank-throttled.yaml";
   WriteText(job,
@@ -57,7 +58,7 @@ void RunToCompletion(const std::string& mode) {
   std::vector<std::string> args = BankArgs(dir, mode, "10ms");
   args[1] = job;
   args.resize(args.size() - 4);  // no operators.requests.count/rate: the file sets them
-  RunResult r = RunCairn(args);
+  RunResult r = RunCairn(args, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(ExpectEveryCheckpointConservesMoney(dir / "ck", kAccounts, kInitial), 0) << "no checkpoint caught a credit in flight";
   RunResult ck = RunCairn({"checkpoints", dir / "ck", "--json"});
@@ -72,12 +73,13 @@ TEST(Bank, UnalignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToComple
 // then a run to the end. The killed runs send 500 requests/s per subtask, so that they cannot
 // finish their 60000 requests (a minute at that pace) before their kill on any machine; the
 // last run sends as fast as it can.
-void RunWithRestores(const std::string& mode) {
+void RunWithRestores(const std::string& mode, const std::vector<std::string>& env = {}) {
   ScratchDir dir;
   std::vector<std::string> args = BankArgs(dir, mode, "30ms");
   args.push_back("--restore");
   args.push_back("latest");
   KillPlan plan = PacedKillPlan(4, dir / "ck", 30, {"operators.requests.rate=500"}, {"operators.requests.rate=0"});
+  plan.env = env;
   SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
   KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
@@ -88,6 +90,22 @@ void RunWithRestores(const std::string& mode) {
 TEST(Bank, MoneyIsConservedAcrossSigkillsAndRestoresAligned) { RunWithRestores("aligned"); }
 
 TEST(Bank, MoneyIsConservedAcrossSigkillsAndRestoresUnaligned) { RunWithRestores("unaligned"); }
+
+// The same with the tasks on 2 or 3 workers and the channels between them, the feedback edge
+// included, over loopback TCP (engine/net).
+TEST(Bank, OverLoopbackWorkersAlignedCheckpointsConserveMoney) { RunToCompletion("aligned", {"CAIRN_LOOPBACK_WORKERS=2"}); }
+
+TEST(Bank, OverLoopbackWorkersUnalignedCheckpointsConserveMoney) {
+  RunToCompletion("unaligned", {"CAIRN_LOOPBACK_WORKERS=3"});
+}
+
+TEST(Bank, OverLoopbackWorkersMoneyIsConservedAcrossSigkillsAndRestoresAligned) {
+  RunWithRestores("aligned", {"CAIRN_LOOPBACK_WORKERS=2"});
+}
+
+TEST(Bank, OverLoopbackWorkersMoneyIsConservedAcrossSigkillsAndRestoresUnaligned) {
+  RunWithRestores("unaligned", {"CAIRN_LOOPBACK_WORKERS=2"});
+}
 
 }  // namespace
 }  // namespace cairn::testing

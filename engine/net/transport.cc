@@ -89,6 +89,7 @@ struct Transport::Impl {
       first_error = s;
     }
     drained_cv.SignalAll();
+    if (on_failure) on_failure(s);
     for (auto& [id, p] : peers) {
       for (auto& o : p->out) o->ch->Cancel();
       for (auto& i : p->in) i->ch->Cancel();
@@ -289,6 +290,7 @@ struct Transport::Impl {
   std::map<uint32_t, std::unique_ptr<Peer>> peers;
   std::atomic<bool> stopping{false};
   bool started = false;
+  std::function<void(const Status&)> on_failure;  // set before Start
   mutable Mutex mu;
   CondVar drained_cv;
   Status first_error GUARDED_BY(mu);
@@ -438,6 +440,8 @@ Status Transport::Drain() {
   }
   return m.first_error;
 }
+
+void Transport::SetFailureListener(std::function<void(const Status&)> f) { impl_->on_failure = std::move(f); }
 
 Status Transport::status() const {
   MutexLock l(&impl_->mu);

@@ -36,6 +36,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -87,6 +88,8 @@ class Transport {
   Status Drain();
   // The first failure; OK while none.
   Status status() const;
+  // Also told of the first failure (once, on a transport thread). Before Start.
+  void SetFailureListener(std::function<void(const Status&)> f);
   // Closes the connections and joins the threads; later failures are not reported. Idempotent.
   // The channels must outlive it (or this call).
   void Stop();
