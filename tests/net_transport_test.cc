@@ -481,6 +481,21 @@ TEST(RemoteChannelTest, StartNamesTheWorkerThatDidNotConnectByTheDeadline) {
   EXPECT_THAT(s.message(), HasSubstr("worker(s) 1 did not connect to worker 0"));
 }
 
+TEST(RemoteChannelTest, StartGivesUpOnAConnectionThatSendsNoHello) {
+  Transport t(0);
+  ASSERT_TRUE(t.Listen(Endpoint{"127.0.0.1", 0}).ok());
+  Parker cons;
+  Channel in("w1->w0", 2, t.ReceiverParker(1), &cons);
+  t.AddInbound(1, 1, &in, 2);
+  asio::io_context io;
+  asio::ip::tcp::socket mute(io);  // connects, then says nothing
+  mute.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), t.port()));
+  Status s = t.Start({}, Transport::Clock::now() + std::chrono::milliseconds(200));
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr("sent no hello in time"));
+  t.Stop();
+}
+
 TEST(RemoteChannelTest, StartRetriesARefusedConnectionUntilTheDeadline) {
   // A port bound but not listening refuses connections (and stays ours for the test).
   asio::io_context io;

@@ -404,10 +404,29 @@ Status Transport::Start(const std::map<uint32_t, Endpoint>& peer_endpoints, Cloc
     }
     if (ec) return Status::IOError("accepting a worker's connection: " + ec.message());
     sock->set_option(tcp::no_delay(true), ec);
+    // The hello (a header without payload), by the same deadline.
+    char hdr[kFrameHeaderBytes];
+    bool got = false;
+    asio::async_read(*sock, asio::buffer(hdr, sizeof hdr), [&](const asio::error_code& e, size_t) {
+      got = true;
+      ec = e;
+    });
+    m.io.restart();
+    if (deadline == Clock::time_point::max()) {
+      m.io.run();
+    } else {
+      m.io.run_until(deadline);
+    }
+    if (!got) {
+      sock->cancel(ec);
+      m.io.restart();
+      m.io.run();  // the cancelled read's handler
+      return Status::IOError("a connection to worker " + std::to_string(m.worker) + " sent no hello in time");
+    }
+    if (ec) return Status::IOError("reading a worker's hello: " + ec.message());
     FrameHeader h;
-    std::string payload;
-    Status s;
-    if (!Impl::ReadFrame(sock.get(), &h, &payload, &s) || h.type != FrameType::kHello)
+    Status s = DecodeFrameHeader(std::string_view(hdr, sizeof hdr), &h);
+    if (!s.ok() || h.type != FrameType::kHello || h.length != 0)
       return Status::Corruption("a connection did not start with a hello frame" + (s.ok() ? "" : ": " + s.message()));
     auto it = m.peers.find(h.channel);
     if (it == m.peers.end() || it->second->in.empty() || it->second->in_sock != nullptr)
