@@ -29,6 +29,7 @@
 #include "bench/bench_results.h"
 #include "bench/corpus.h"
 #include "bench/kafka_bench.h"
+#include "bench/rebalance_bench.h"
 #include "bench/process_runner.h"
 #include "bench/throughput_plot.h"
 #include "engine/base/file_util.h"
@@ -48,6 +49,9 @@ constexpr const char* kUsage =
     "       cairn-bench baseline INPUT (OUTPUT | --count-only)\n"
     "       cairn-bench records [--reps N] [--events N] [--keys N] [--no-aggregate] [--cairn PATH] [--data-dir DIR]\n"
     "       cairn-bench kafka [--reps N] [--lines N] [--cairn PATH] [--data-dir DIR]\n"
+    "       cairn-bench rebalance [--reps N] [--lines N] [--slow-us N] [--backpressure] [--cairn PATH] [--data-dir DIR]\n"
+    "       cairn-bench large-state [--reps N] [--words N] [--keys N] [--paced-rate N] [--big-keys N] [--big-words N]\n"
+    "                   [--no-big] [--svg FILE] [--cairn PATH] [--data-dir DIR]\n"
     "  --quick               a smoke test in under a minute: 1.7M words (~10 MB), 1 run per configuration\n"
     "  --reps N              runs per configuration (default 5; --quick: 1)\n"
     "  --words N             corpus size in words (default 17000000, ~102 MB; --quick: 1700000)\n"
@@ -67,7 +71,15 @@ constexpr const char* kUsage =
     "  records ...           jobs/clicks.yaml on heap and rocksdb (--events, default 2000000), and --keys (default\n"
     "                        10000000) distinct keys through aggregate on rocksdb (docs/benchmarks.md)\n"
     "  kafka ...             a pass-through job Kafka -> Kafka (exactly-once sink) through librdkafka's mock cluster\n"
-    "                        beside file -> file, checkpoints every 1 s (--lines, default 400000; docs/benchmarks.md)\n";
+    "                        beside file -> file, checkpoints every 1 s (--lines, default 400000; docs/benchmarks.md)\n"
+    "  rebalance ...         one slow tokenize subtask: a load-balanced edge (partition: rebalance) against a forward\n"
+    "                        one, aligned and unaligned: lines/s and checkpoint duration (--lines, default 1000000;\n"
+    "                        --slow-us, default 20000 per batch, 0: none; --backpressure: a throttle as the stage;\n"
+    "                        docs/benchmarks.md)\n"
+    "  large-state ...       the word count on a large vocabulary (--keys, default 2200000 distinct words, --words\n"
+    "                        30000000) with the RocksDB delta and with state.changelog, at full speed and paced\n"
+    "                        (--paced-rate words/s, default 2000000), checkpoints off, 1 s and 100 ms; restores;\n"
+    "                        then --big-keys (default 10000000) once; plot in BUILD/bench-large-state.svg\n";
 
 struct Flags {
   bool quick = false;
@@ -703,6 +715,290 @@ int RecordsMain(const std::vector<std::string>& args) {
   return 0;
 }
 
+// --- cairn-bench large-state: checkpoints of a large keyed state (issue 15) -----------------
+//
+// jobs/wordcount-discard.yaml (2 subtasks; the discarding sink, so that the state is what the
+// checkpoints cost) on a corpus of --words words over a vocabulary of --keys (Zipf s = 0.5, so
+// that most of the vocabulary occurs and most keys change in every interval), with the heap
+// backend's two checkpoint paths: the delta written into RocksDB ("rocksdb delta", the default)
+// and changelog segments (state.changelog). Every configuration runs --reps times, interleaved
+// (the order rotated each repetition). Checkpoint durations are pooled over the repetitions.
+
+// The nearest-rank percentile q (0..1) of `v`; 0 when empty.
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+struct LargeRun {
+  double wall = 0, cpu = 0, rss_mib = 0;
+  uint64_t words = 0;
+  std::vector<CheckpointRecord> checkpoints;
+  std::vector<ProgressPoint> progress;
+  int64_t start_wall_ms = 0;
+};
+
+int LargeStateMain(const std::vector<std::string>& args) {
+  int reps = 3;
+  int64_t words = 30000000, keys = 2200000, paced = 2000000, big_keys = 10000000, big_words = 60000000;
+  bool big = true;
+  std::string cairn = Dirname(SelfPath()) + "/cairn", source_dir = CAIRN_SOURCE_DIR, data_dir,
+              svg = Dirname(SelfPath()) + "/bench-large-state.svg";
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto next = [&](std::string* v) { return i + 1 < args.size() && (*v = args[++i], true); };
+    std::string v;
+    if (args[i] == "--reps" && next(&v)) reps = std::max(1, atoi(v.c_str()));
+    else if (args[i] == "--words" && next(&v)) words = std::max<int64_t>(1000, atoll(v.c_str()));
+    else if (args[i] == "--keys" && next(&v)) keys = std::max<int64_t>(1000, atoll(v.c_str()));
+    else if (args[i] == "--paced-rate" && next(&v)) paced = std::max<int64_t>(20, atoll(v.c_str()));
+    else if (args[i] == "--big-keys" && next(&v)) big_keys = std::max<int64_t>(1000, atoll(v.c_str()));
+    else if (args[i] == "--big-words" && next(&v)) big_words = std::max<int64_t>(1000, atoll(v.c_str()));
+    else if (args[i] == "--no-big") big = false;
+    else if (args[i] == "--svg" && next(&v)) svg = v;
+    else if (args[i] == "--cairn" && next(&v)) cairn = v;
+    else if (args[i] == "--source-dir" && next(&v)) source_dir = v;
+    else if (args[i] == "--data-dir" && next(&v)) data_dir = v;
+    else return UsageError("large-state: unknown or incomplete argument '" + args[i] + "'");
+  }
+  if (data_dir.empty()) data_dir = Dirname(SelfPath()) + "/bench-data";
+  const std::string scratch = data_dir + "/large-state-scratch";
+  auto fail = [](const std::string& m) {
+    fprintf(stderr, "cairn-bench: %s\n", m.c_str());
+    return 1;
+  };
+  if (Status s = CreateDirs(scratch); !s.ok()) return fail(s.message());
+  auto corpus_for = [&](int64_t k, int64_t w, std::string* path) -> Status {
+    *path = data_dir + "/large-" + std::to_string(k) + "k-" + std::to_string(w) + "w-zipf0.5.txt";
+    if (PathExists(*path)) return Status::OK();
+    ChildResult g;
+    CAIRN_RETURN_IF_ERROR(RunChild({cairn, "generate", "--out", *path + ".tmp", "--words", std::to_string(w),
+                                    "--vocabulary", std::to_string(k), "--zipf", "0.5", "--seed", "42"},
+                                   &g, 3600));
+    if (!g.ok()) return Status::Internal("generating " + *path + " failed: " + g.Describe());
+    return Rename(*path + ".tmp", *path);
+  };
+  std::string corpus;
+  if (Status s = corpus_for(keys, words, &corpus); !s.ok()) return fail(s.message());
+  ReadWholeFile(corpus);
+  const std::string job = source_dir + "/jobs/wordcount-discard.yaml";
+  // operators.source.rate is lines per second per source subtask (10 words a line, 2 subtasks).
+  const std::string paced_lines = std::to_string(std::max<int64_t>(1, paced / 20));
+
+  struct Cfg {
+    std::string name, interval;
+    bool changelog, paced;
+  };
+  std::vector<Cfg> cfgs;
+  for (bool cl : {false, true}) {
+    const std::string m = cl ? "changelog" : "rocksdb-delta";
+    cfgs.push_back({m + "-full-off", "0", cl, false});
+    cfgs.push_back({m + "-full-1s", "1s", cl, false});
+    cfgs.push_back({m + "-full-100ms", "100ms", cl, false});
+    cfgs.push_back({m + "-paced-1s", "1s", cl, true});
+    cfgs.push_back({m + "-paced-100ms", "100ms", cl, true});
+  }
+  auto run_one = [&](const std::string& input, const std::string& interval, bool cl, bool pace, const std::string& dir,
+                     LargeRun* out) -> Status {
+    RemoveAll(dir).IgnoreError();  // scratch space: best effort
+    std::vector<std::string> argv = {cairn, "run", job, "--progress-interval", "100ms",
+                                     "--set", "operators.source.path=" + input,
+                                     "--set", "checkpoint.dir=" + dir,
+                                     "--set", "checkpoint.interval=" + interval,
+                                     "--set", "checkpoint.retain=1000",
+                                     "--set", std::string("state.changelog=") + (cl ? "true" : "false")};
+    if (pace) argv.insert(argv.end(), {"--set", "operators.source.rate=" + paced_lines});
+    ::sync();
+    ChildResult c;
+    CAIRN_RETURN_IF_ERROR(RunChild(argv, &c, 3600));
+    if (!c.ok()) return Status::Internal("run failed: " + c.Describe());
+    RunRecord rr;
+    ParseEngineOutput(c, &rr);
+    out->wall = c.wall_seconds;
+    out->cpu = c.user_seconds + c.sys_seconds;
+    out->rss_mib = static_cast<double>(c.max_rss_kb) / 1024.0;
+    out->words = rr.words;
+    out->progress = rr.progress;
+    out->start_wall_ms = c.start_wall_ms;
+    return ReadCheckpoints(cairn, dir, &out->checkpoints);
+  };
+  // A restore of the final checkpoint in `dir` (its input is then all read: the run ends).
+  auto restore_one = [&](const std::string& input, const std::string& dir, bool cl, double* secs,
+                         uint64_t* restored) -> Status {
+    std::vector<CheckpointRecord> cps;
+    CAIRN_RETURN_IF_ERROR(ReadCheckpoints(cairn, dir, &cps));
+    if (cps.empty()) return Status::Internal("no checkpoint in " + dir);
+    const uint64_t id = cps.back().id;
+    ::sync();
+    ChildResult c;
+    CAIRN_RETURN_IF_ERROR(RunChild({cairn, "run", job, "--restore", CheckpointPath(dir, id),
+                                    "--set", "operators.source.path=" + input, "--set", "checkpoint.dir=" + dir,
+                                    "--set", "checkpoint.interval=0", "--set", "checkpoint.retain=1000",
+                                    "--set", std::string("state.changelog=") + (cl ? "true" : "false")},
+                                   &c, 3600));
+    if (!c.ok()) return Status::Internal("restore failed: " + c.Describe());
+    RunRecord rr;
+    ParseEngineOutput(c, &rr);
+    *secs = rr.restore_seconds;
+    *restored = rr.restored_keys;
+    // Keep only the restored checkpoint.
+    std::vector<std::string> names;
+    if (ListDir(dir, &names).ok())
+      for (const std::string& n : names)
+        if (CheckpointId other; ParseCheckpointDirName(n, &other) && other != id)
+          RemoveAll(dir + "/" + n).IgnoreError();  // scratch space: best effort
+    return Status::OK();
+  };
+
+  printf("cairn-bench large-state: %" PRId64 " words over %" PRId64 " words of vocabulary (Zipf 0.5), "
+         "jobs/wordcount-discard.yaml, 2 subtasks, %d runs per configuration, interleaved; paced: %" PRId64
+         " words/s; load average before: %.2f\n",
+         words, keys, reps, paced, LoadAverage());
+  std::map<std::string, std::vector<LargeRun>> runs;
+  std::map<std::string, std::vector<double>> ratio;  // throughput against the same mode's full-off, per rep
+  for (int rep = 0; rep < reps; ++rep) {
+    std::map<std::string, double> wall;
+    for (size_t k = 0; k < cfgs.size(); ++k) {
+      const Cfg& c = cfgs[(k + rep) % cfgs.size()];
+      LargeRun r;
+      Status s = run_one(corpus, c.interval, c.changelog, c.paced, scratch + "/" + c.name, &r);
+      if (!s.ok()) return fail(c.name + ": " + s.message());
+      if (r.words != static_cast<uint64_t>(words))
+        return fail(c.name + ": counted " + std::to_string(r.words) + " words, the corpus has " + std::to_string(words));
+      fprintf(stderr, "cairn-bench: large-state rep %d %-28s %.2f s, %zu checkpoints\n", rep + 1, c.name.c_str(),
+              r.wall, r.checkpoints.size());
+      wall[c.name] = r.wall;
+      runs[c.name].push_back(std::move(r));
+      if (c.name.find("-full-1s") == std::string::npos) RemoveAll(scratch + "/" + c.name).IgnoreError();
+    }
+    for (const Cfg& c : cfgs) {
+      const std::string off = c.name.substr(0, c.name.find(c.paced ? "-paced-" : "-full-")) + "-full-off";
+      if (!c.paced && c.interval != "0") ratio[c.name].push_back(wall[off] / wall[c.name]);
+    }
+  }
+  printf("| configuration | runs | wall s | M words/s | vs off | CPU s | peak RSS MiB | checkpoints | p50 ms | p90 ms | "
+         "p99 ms | max ms | final ms | MB per checkpoint |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Cfg& c : cfgs) {
+    std::vector<double> wall, cpu, rss, dur, fin, bytes;
+    for (const LargeRun& r : runs[c.name]) {
+      wall.push_back(r.wall);
+      cpu.push_back(r.cpu);
+      rss.push_back(r.rss_mib);
+      for (const CheckpointRecord& k : r.checkpoints) {
+        (k.final ? fin : dur).push_back(static_cast<double>(k.duration_ms));
+        if (!k.final) bytes.push_back(static_cast<double>(k.state_bytes) / 1e6);
+      }
+    }
+    const double w = Spread::Of(wall).median;
+    const std::string vs = ratio.count(c.name) ? std::to_string(Spread::Of(ratio[c.name]).median).substr(0, 4) : "";
+    printf("| %s | %zu | %.2f | %.2f | %s | %.2f | %.0f | %zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f |\n",
+           c.name.c_str(), wall.size(), w, static_cast<double>(words) / w / 1e6, vs.c_str(), Spread::Of(cpu).median,
+           Spread::Of(rss).median, dur.size(), Percentile(dur, 0.5), Percentile(dur, 0.9), Percentile(dur, 0.99),
+           Percentile(dur, 1.0), Spread::Of(fin).median, Spread::Of(bytes).median);
+  }
+  // The state's size: the first checkpoint of the RocksDB-delta run holds every key once
+  // (its new SST files), the changelog run's first segment too.
+  for (const std::string m : {"rocksdb-delta", "changelog"}) {
+    const auto& rs = runs[m + "-full-1s"];
+    if (!rs.empty() && !rs.back().checkpoints.empty())
+      printf("  %s: first checkpoint of the full-speed 1 s run (the whole state, once): %.1f MB\n", m.c_str(),
+             static_cast<double>(rs.back().checkpoints.front().state_bytes) / 1e6);
+  }
+  // Restores of the full-speed 1 s runs' final checkpoints, alternating, `reps` each.
+  std::map<std::string, std::vector<double>> restore;
+  uint64_t restored_keys = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    for (bool cl : rep % 2 == 0 ? std::vector<bool>{false, true} : std::vector<bool>{true, false}) {
+      const std::string m = cl ? "changelog" : "rocksdb-delta";
+      double secs = 0;
+      Status s = restore_one(corpus, scratch + "/" + m + "-full-1s", cl, &secs, &restored_keys);
+      if (!s.ok()) return fail(m + " restore: " + s.message());
+      restore[m].push_back(secs);
+    }
+  }
+  for (const std::string m : {"rocksdb-delta", "changelog"}) {
+    Spread r = Spread::Of(restore[m]);
+    printf("  restore, %s: %" PRIu64 " keys to first record %.3f s [%.3f-%.3f]\n", m.c_str(), restored_keys, r.median,
+           r.min, r.max);
+  }
+
+  std::vector<PlotPanel> panels;
+  for (const std::string pace : {"full", "paced"}) {
+    PlotPanel d;
+    d.title = "checkpoint duration against time, " + pace + (pace == "full" ? " speed" : "") +
+              ", checkpoints every 1 s (last run of each)";
+    d.y_label = "checkpoint ms";
+    for (const std::string m : {"rocksdb-delta", "changelog"}) {
+      const auto& rs = runs[m + "-" + pace + "-1s"];
+      if (rs.empty()) continue;
+      const LargeRun& r = rs.back();
+      PlotPanel t;
+      char rate[32];
+      snprintf(rate, sizeof rate, "%.1f", static_cast<double>(words) / r.wall / 1e6);
+      t.title = m + ", " + pace + (pace == "full" ? " speed" : "") + ", checkpoints every 1 s (" + rate + " M words/s)";
+      std::vector<std::pair<double, double>> pts, dur;
+      for (size_t i = 1; i < r.progress.size(); ++i) {
+        const ProgressPoint &a = r.progress[i - 1], &b = r.progress[i];
+        if (b.seconds > a.seconds)
+          pts.emplace_back((a.seconds + b.seconds) / 2,
+                           static_cast<double>(b.sink_records - a.sink_records) / (b.seconds - a.seconds));
+      }
+      t.series.push_back({"words/s", m == "changelog" ? "#1f77b4" : "#7f7f7f", pts});
+      for (const CheckpointRecord& k : r.checkpoints) {
+        const double at = static_cast<double>(k.trigger_time_ms - r.start_wall_ms) / 1000.0;
+        t.checkpoints.push_back({at, static_cast<double>(k.duration_ms) / 1000.0, k.final});
+        dur.emplace_back(at, static_cast<double>(k.duration_ms));
+      }
+      d.series.push_back({m, m == "changelog" ? "#1f77b4" : "#7f7f7f", dur});
+      panels.push_back(std::move(t));
+    }
+    panels.push_back(std::move(d));
+  }
+
+  if (big) {
+    std::string big_corpus;
+    if (Status s = corpus_for(big_keys, big_words, &big_corpus); !s.ok()) return fail(s.message());
+    ReadWholeFile(big_corpus);
+    printf("10M-key case: %" PRId64 " words over %" PRId64 " words of vocabulary, full speed, checkpoints every 1 s, one run each:\n",
+           big_words, big_keys);
+    for (bool cl : {false, true}) {
+      const std::string m = cl ? "changelog" : "rocksdb-delta";
+      const std::string dir = scratch + "/big-" + m;
+      LargeRun r;
+      Status s = run_one(big_corpus, "1s", cl, false, dir, &r);
+      if (!s.ok()) return fail("big " + m + ": " + s.message());
+      std::vector<double> dur, bytes;
+      double fin = 0;
+      for (const CheckpointRecord& k : r.checkpoints) {
+        if (k.final) fin = static_cast<double>(k.duration_ms);
+        else dur.push_back(static_cast<double>(k.duration_ms));
+        if (!k.final) bytes.push_back(static_cast<double>(k.state_bytes) / 1e6);
+      }
+      double secs = 0;
+      uint64_t rk = 0;
+      s = restore_one(big_corpus, dir, cl, &secs, &rk);
+      if (!s.ok()) return fail("big " + m + " restore: " + s.message());
+      printf("  %s: %.2f s (%.2f M words/s), CPU %.2f s, peak RSS %.0f MiB; %zu checkpoints p50 %.0f p90 %.0f p99 %.0f "
+             "max %.0f ms, final %.0f ms, %.1f MB per checkpoint (median), first %.1f MB; restore of %" PRIu64
+             " keys %.3f s\n",
+             m.c_str(), r.wall, static_cast<double>(big_words) / r.wall / 1e6, r.cpu, r.rss_mib, dur.size(),
+             Percentile(dur, 0.5), Percentile(dur, 0.9), Percentile(dur, 0.99), Percentile(dur, 1.0), fin,
+             Spread::Of(bytes).median, r.checkpoints.empty() ? 0.0 : static_cast<double>(r.checkpoints.front().state_bytes) / 1e6,
+             rk, secs);
+      RemoveAll(dir).IgnoreError();  // scratch space: best effort
+    }
+  }
+  char sub[256];
+  snprintf(sub, sizeof sub, "%" PRId64 " words over a %" PRId64 "-word vocabulary; grey: state written into RocksDB at every checkpoint, blue: state.changelog",
+           words, keys);
+  if (Status s = WriteFileAtomically(svg, ThroughputSvg("Cairn word count, large keyed state", sub, panels)); !s.ok())
+    return fail(s.message());
+  printf("plot: %s\n", svg.c_str());
+  for (const Cfg& c : cfgs) RemoveAll(scratch + "/" + c.name).IgnoreError();  // scratch space: best effort
+  return 0;
+}
+
 // --- cairn-bench --only nexmark: the Nexmark queries (docs/benchmarks.md, "Nexmark") -----------
 //
 // Every query of jobs/nexmark/ (q0-q5, q7, q8), at parallelism 1 and 2 with checkpoints
@@ -836,6 +1132,10 @@ int Main(int argc, char** argv) {
     return BaselineMain(std::vector<std::string>(argv + 2, argv + argc));
   if (argc >= 2 && std::string(argv[1]) == "kafka")
     return KafkaBenchMain(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc >= 2 && std::string(argv[1]) == "rebalance")
+    return RebalanceBenchMain(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc >= 2 && std::string(argv[1]) == "large-state")
+    return LargeStateMain(std::vector<std::string>(argv + 2, argv + argc));
   if (argc >= 2 && std::string(argv[1]) == "records")
     return RecordsMain(std::vector<std::string>(argv + 2, argv + argc));
   Bench b;

@@ -22,17 +22,6 @@ namespace {
 // the corpus is spread over enough partitions to stay below that (~66-byte lines).
 constexpr int kPartitions = 8;
 
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-std::string Self() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("cairn-bench");
-}
-
 // Produces every line of `path` to `topic`, line i to partition i mod `partitions`.
 bool ProduceLines(const std::string& bootstraps, const std::string& topic, int partitions, const std::string& path,
                   uint64_t* lines) {
@@ -71,7 +60,7 @@ uint64_t SinkRecordsOf(const std::string& out) {
 int KafkaBenchMain(const std::vector<std::string>& args) {
   int reps = 3;
   int64_t lines = 400000;
-  std::string cairn = DirOf(Self()) + "/cairn", data_dir;
+  std::string cairn = BenchBinaryDir() + "/cairn", data_dir;
   for (size_t i = 0; i < args.size(); ++i) {
     auto next = [&](std::string* v) { return i + 1 < args.size() && (*v = args[++i], true); };
     std::string v;
@@ -84,16 +73,9 @@ int KafkaBenchMain(const std::vector<std::string>& args) {
       return 2;
     }
   }
-  if (data_dir.empty()) data_dir = DirOf(Self()) + "/bench-data";
-  const std::string scratch = data_dir + "/kafka-scratch";
-  RemoveAll(scratch).IgnoreError();  // scratch space: best effort
-  if (Status s = CreateDirs(scratch); !s.ok()) return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
-  const std::string corpus = scratch + "/lines.txt";
-  ChildResult g;
-  Status s = RunChild({cairn, "generate", "--out", corpus, "--words", std::to_string(lines * 10), "--words-per-line",
-                       "10", "--seed", "42"},
-                      &g);
-  if (!s.ok() || !g.ok()) return fprintf(stderr, "cairn-bench: generating the corpus failed\n"), 1;
+  std::string scratch, corpus;
+  if (Status s = PrepareScratchCorpus(cairn, data_dir, "kafka", lines, &scratch, &corpus); !s.ok())
+    return fprintf(stderr, "cairn-bench: %s\n", s.message().c_str()), 1;
 
   // The mock cluster lives in this process, as `cairn kafka mock` would in its own.
   char err[512];

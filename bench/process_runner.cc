@@ -11,6 +11,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "engine/base/file_util.h"
+
 namespace cairn {
 
 namespace {
@@ -131,6 +133,29 @@ Status RunChild(const std::vector<std::string>& argv, ChildResult* r, double tim
     r->exit_code = -1;
     r->term_signal = WTERMSIG(status);
   }
+  return Status::OK();
+}
+
+std::string BenchBinaryDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  const std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("cairn-bench");
+  const size_t slash = self.rfind('/');
+  return slash == std::string::npos ? "." : self.substr(0, slash);
+}
+
+Status PrepareScratchCorpus(const std::string& cairn, std::string data_dir, const std::string& name, int64_t lines,
+                            std::string* scratch, std::string* corpus) {
+  if (data_dir.empty()) data_dir = BenchBinaryDir() + "/bench-data";
+  *scratch = data_dir + "/" + name + "-scratch";
+  RemoveAll(*scratch).IgnoreError();  // scratch space: best effort
+  CAIRN_RETURN_IF_ERROR(CreateDirs(*scratch));
+  *corpus = *scratch + "/lines.txt";
+  ChildResult g;
+  CAIRN_RETURN_IF_ERROR(RunChild({cairn, "generate", "--out", *corpus, "--words", std::to_string(lines * 10),
+                                  "--words-per-line", "10", "--seed", "42"},
+                                 &g));
+  if (!g.ok()) return Status::Internal("generating the corpus " + *corpus + " failed: " + g.Describe());
   return Status::OK();
 }
 

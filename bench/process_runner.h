@@ -43,4 +43,13 @@ struct ChildResult {
 // failing child is a ChildResult with exit_code != 0.
 Status RunChild(const std::vector<std::string>& argv, ChildResult* result, double timeout_seconds = 600);
 
+// The directory of the running benchmark binary (where `cairn` and bench-data/ are by default).
+std::string BenchBinaryDir();
+
+// A subcommand's scratch directory `<data_dir>/<name>-scratch` (emptied; data_dir "" is
+// BenchBinaryDir()/bench-data) holding `lines.txt`, `lines` generated lines of 10 words (seed
+// 42) by `cairn generate`; an error naming what failed.
+Status PrepareScratchCorpus(const std::string& cairn, std::string data_dir, const std::string& name, int64_t lines,
+                            std::string* scratch, std::string* corpus);
+
 }  // namespace cairn

@@ -48,21 +48,22 @@ std::string ThroughputSvg(const std::string& title, const std::string& subtitle,
   const double width = 960, left = 70, right = 20, top = 84, panel_h = 230, gap = 50, bottom = 40;
   const double plot_w = width - left - right;
   const double height = top + panels.size() * panel_h + (panels.empty() ? 0 : (panels.size() - 1) * gap) + bottom;
-  double max_t = 0, max_y = 0;
+  double max_t = 0, shared_max_y = 0;
+  auto panel_max_y = [](const PlotPanel& p) {
+    double m = 0;
+    for (const PlotSeries& s : p.series)
+      for (const auto& pt : s.points) m = std::max(m, pt.second);
+    return m;
+  };
   for (const PlotPanel& p : panels) {
     for (const PlotSeries& s : p.series)
-      for (const auto& [t, y] : s.points) {
-        max_t = std::max(max_t, t);
-        max_y = std::max(max_y, y);
-      }
+      for (const auto& pt : s.points) max_t = std::max(max_t, pt.first);
+    if (p.y_label.empty()) shared_max_y = std::max(shared_max_y, panel_max_y(p));
     for (const PlotCheckpoint& c : p.checkpoints) max_t = std::max(max_t, c.trigger + c.duration);
   }
   if (max_t <= 0) max_t = 1;
-  if (max_y <= 0) max_y = 1;
   const double t_step = NiceStep(max_t, 10);
   max_t = std::ceil(max_t / t_step) * t_step;
-  const double y_step = NiceStep(max_y * 1.05, 5);
-  max_y = std::ceil(max_y * 1.05 / y_step) * y_step;
 
   std::string o;
   o += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -74,6 +75,12 @@ std::string ThroughputSvg(const std::string& title, const std::string& subtitle,
 
   for (size_t pi = 0; pi < panels.size(); ++pi) {
     const PlotPanel& p = panels[pi];
+    const bool own_axis = !p.y_label.empty();
+    double max_y = own_axis ? panel_max_y(p) : shared_max_y;
+    if (max_y <= 0) max_y = 1;
+    const double y_step = NiceStep(max_y * 1.05, 5);
+    max_y = std::ceil(max_y * 1.05 / y_step) * y_step;
+    const double y_div = own_axis ? 1 : 1e6;
     const double y0 = top + pi * (panel_h + gap);
     const double y1 = y0 + panel_h;
     auto X = [&](double t) { return left + t / max_t * plot_w; };
@@ -94,7 +101,7 @@ std::string ThroughputSvg(const std::string& title, const std::string& subtitle,
       o += "<line x1=\"" + Num(left) + "\" y1=\"" + Num(Y(v)) + "\" x2=\"" + Num(left + plot_w) + "\" y2=\"" +
            Num(Y(v)) + "\" stroke=\"#e5e5e5\"/>\n";
       char lbl[32];
-      snprintf(lbl, sizeof lbl, "%g", v / 1e6);
+      snprintf(lbl, sizeof lbl, "%g", v / y_div);
       o += Text(left - 6, Y(v) + 4, lbl, "end", 11);
     }
     for (double t = 0; t <= max_t + 1e-9; t += t_step) {
@@ -106,7 +113,7 @@ std::string ThroughputSvg(const std::string& title, const std::string& subtitle,
     }
     o += "<rect x=\"" + Num(left) + "\" y=\"" + Num(y0) + "\" width=\"" + Num(plot_w) + "\" height=\"" + Num(panel_h) +
          "\" fill=\"none\" stroke=\"#333\"/>\n";
-    o += Text(18, y0 + panel_h / 2, "M words/s", "middle", 11,
+    o += Text(18, y0 + panel_h / 2, own_axis ? p.y_label : "M words/s", "middle", 11,
               (" transform=\"rotate(-90 18 " + Num(y0 + panel_h / 2) + ")\"").c_str());
     // Data.
     for (const PlotSeries& s : p.series) {
@@ -114,6 +121,9 @@ std::string ThroughputSvg(const std::string& title, const std::string& subtitle,
       o += "<polyline fill=\"none\" stroke=\"" + s.color + "\" stroke-width=\"1.5\" points=\"";
       for (const auto& [t, v] : s.points) o += Num(X(t)) + "," + Num(Y(v)) + " ";
       o += "\"/>\n";
+      if (own_axis)  // a value per point (e.g. per checkpoint): mark each
+        for (const auto& [t, v] : s.points)
+          o += "<circle cx=\"" + Num(X(t)) + "\" cy=\"" + Num(Y(v)) + "\" r=\"2.5\" fill=\"" + s.color + "\"/>\n";
     }
     // Legend.
     double lx = left + plot_w - 10;

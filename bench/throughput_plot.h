@@ -21,11 +21,15 @@ struct PlotCheckpoint {
 struct PlotSeries {
   std::string label;
   std::string color;                              // an SVG colour
-  std::vector<std::pair<double, double>> points;  // (time s, records/s)
+  std::vector<std::pair<double, double>> points;  // (time s, records/s or the panel's y_label)
 };
 
 struct PlotPanel {
   std::string title;
+  // Empty: the series are records/s, drawn in M on a y axis shared with the other such panels.
+  // Else the series' y values in these units (e.g. checkpoint duration in ms), on an axis of
+  // the panel's own.
+  std::string y_label;
   std::vector<PlotSeries> series;
   std::vector<PlotCheckpoint> checkpoints;
 };

@@ -51,6 +51,14 @@ Status CheckOperatorEdges(const OperatorConfig& op, const OperatorPlaces& at,
     if (input_type.role == OperatorRole::kSink)
       return ErrorAt(place, what + " has input '" + in + "', which is a sink (type " + input_type.name +
                                 ") and emits nothing");
+    if (op.Rebalanced(k)) {
+      if (op.keyed() || t.keyed)
+        return ErrorAt(place, what + " reads input '" + in + "' with partition: rebalance, but it is keyed (type " +
+                                  t.name + (op.key_by.empty() ? "" : ", key_by " + op.KeyByText()) +
+                                  "): each key must reach the subtask that owns it; a load-balanced edge hands "
+                                  "every batch to whichever subtask is free. Drop partition: rebalance");
+      continue;  // any parallelism on either side
+    }
     if (!op.keyed() && !t.keyed && input.parallelism != op.parallelism)
       return ErrorAt(place, what + " has parallelism " + std::to_string(op.parallelism) + " but its input '" + in +
                                 "' has " + std::to_string(input.parallelism) + "; add key_by or make them equal");
@@ -72,6 +80,13 @@ Status CheckJobGraph(const JobSpec& spec, const std::vector<OperatorPlaces>& pla
   }
   if (!any_source)
     return ErrorAt(operators_place, "the job has no source operator (source types: " + SourceTypeNames() + ")");
+  for (const auto& [op, k] : FeedbackInputs(spec))
+    if (spec.operators[op].Rebalanced(static_cast<size_t>(k)))
+      return ErrorAt(places[op].input[k], "operator '" + spec.operators[op].id + "' reads input '" +
+                                              spec.operators[op].inputs[k] +
+                                              "' with partition: rebalance, but that edge closes a cycle: a "
+                                              "feedback edge must never block, and a load-balanced edge's queue is "
+                                              "bounded. Put the load-balanced edge elsewhere on the cycle");
 
   // Cycles are allowed (their closing edges become feedback edges), but every operator must be
   // fed, directly or through others, by a source.
@@ -99,6 +114,34 @@ Status CheckJobGraph(const JobSpec& spec, const std::vector<OperatorPlaces>& pla
       return ErrorAt(places[i].op, "operator '" + spec.operators[i].id +
                                        "' is not reachable from any source (its inputs only lead back to itself)");
   return Status::OK();
+}
+
+std::set<std::pair<int, int>> FeedbackInputs(const JobSpec& spec) {
+  const int n = static_cast<int>(spec.operators.size());
+  std::map<std::string, int> index;
+  for (int i = 0; i < n; ++i) index[spec.operators[i].id] = i;
+  std::vector<std::vector<int>> consumers(n);
+  for (int i = 0; i < n; ++i)
+    for (const auto& in : spec.operators[i].inputs) consumers[index.at(in)].push_back(i);
+  std::set<std::pair<int, int>> feedback;
+  enum Color { kUnvisited, kOnPath, kDone };
+  std::vector<Color> color(n, kUnvisited);
+  std::function<void(int)> visit = [&](int v) {
+    color[v] = kOnPath;
+    for (int w : consumers[v]) {
+      if (color[w] == kOnPath) {
+        const auto& ins = spec.operators[w].inputs;
+        for (int k = 0; k < static_cast<int>(ins.size()); ++k)
+          if (ins[k] == spec.operators[v].id) feedback.insert({w, k});
+      } else if (color[w] == kUnvisited) {
+        visit(w);
+      }
+    }
+    color[v] = kDone;
+  };
+  for (int i = 0; i < n; ++i)
+    if (spec.operators[i].inputs.empty() && color[i] == kUnvisited) visit(i);
+  return feedback;
 }
 
 std::vector<std::string> FindCycle(const std::vector<OperatorConfig>& ops) {

@@ -6,7 +6,9 @@
 // with the place (`file:line:col` or `--set <path>`) given for the part they are about.
 #pragma once
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jobs/job_spec.h"
@@ -26,10 +28,16 @@ struct OperatorPlaces {
 // operators have some; that no operator reads from a sink; that key_by is given exactly for
 // keyed types; that a forward edge (no key_by) joins
 // operators of equal parallelism; that there is a source; and that every operator is reachable
-// from a source. Cycles are allowed: the runtime treats their closing edges as feedback edges.
+// from a source. Cycles are allowed: the runtime treats their closing edges as feedback edges;
+// a load-balanced edge (partition: rebalance) may not be one, nor lead into a keyed operator.
 // `places` is parallel to spec.operators; `operators_place` is where the operator list is.
 Status CheckJobGraph(const JobSpec& spec, const std::vector<OperatorPlaces>& places,
                      const std::string& operators_place);
+
+// The edges that close cycles (feedback edges), as (consumer operator index, input position):
+// the back edges of a depth-first walk along the data flow from the sources, in file order.
+// Inputs must name operators of the spec.
+std::set<std::pair<int, int>> FeedbackInputs(const JobSpec& spec);
 
 // One cycle of the graph in data-flow order with its first operator repeated at the end
 // ({"a", "b", "a"}: a feeds b, b feeds a), or empty when there is none. Inputs must name

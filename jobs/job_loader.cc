@@ -38,7 +38,7 @@ constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 
 const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "restart", "state", "operators"};
 const std::vector<std::string> kRestartKeys = {"strategy", "attempts", "delay", "max_delay"};
-const std::vector<std::string> kStateKeys = {"backend", "rocksdb"};
+const std::vector<std::string> kStateKeys = {"backend", "changelog", "materialize_interval", "rocksdb"};
 const std::vector<std::string> kStateRocksDbKeys = {"block_cache", "write_buffer"};
 const char* const kBytesForms = "a size in bytes (e.g. 64MB, 512KB, 1GB, or a number of bytes)";
 const std::vector<std::string> kCheckpointKeys = {
@@ -64,6 +64,7 @@ bool Contains(const std::vector<std::string>& v, const std::string& x) {
 
 // The keys an operator of type `t` accepts: the common ones, then the type's parameters.
 const std::vector<std::string> kWatermarkKeys = {"field", "max_out_of_orderness", "idle_timeout"};
+const std::vector<std::string> kInputKeys = {"from", "partition"};
 
 std::vector<std::string> OperatorKeys(const OperatorType& t) {
   std::vector<std::string> keys = kOperatorCommonKeys;
@@ -220,7 +221,7 @@ Status ApplyOverride(const std::string& arg, const Locator& loc, YAML::Node root
     target = root["restart"];
     found = true;
   } else if (head == "state") {
-    const std::string known = "known keys: backend, rocksdb.block_cache, rocksdb.write_buffer";
+    const std::string known = "known keys: backend, changelog, materialize_interval, rocksdb.block_cache, rocksdb.write_buffer";
     const bool rocks = parts.size() == 3 && parts[1] == "rocksdb";
     if (!(parts.size() == 2 && parts[1] != "rocksdb") && !rocks)
       return SetError(path, "expected state.<key> (" + known + ")");
@@ -465,6 +466,16 @@ Status JobReader::ReadState(const Entry& e, StateBackendOptions* st) {
     else if (backend == "rocksdb") st->kind = StateBackendOptions::Kind::kRocksDb;
     else return Expected(v, "state.backend", expected);
   }
+  if (Entry v = Find(m, "changelog"); v.present) {
+    std::string text;
+    CAIRN_RETURN_IF_ERROR(Text(v, "state.changelog", "a boolean (true or false)", &text));
+    if (!ParseBool(text, &st->changelog)) return Expected(v, "state.changelog", "a boolean (true or false)");
+  }
+  if (Entry v = Find(m, "materialize_interval"); v.present) {
+    Millis d{0};
+    CAIRN_RETURN_IF_ERROR(Duration(v, "state.materialize_interval", true, &d));
+    st->materialize_interval_ms = static_cast<uint64_t>(d.count());
+  }
   if (Entry r = Find(m, "rocksdb"); r.present) {
     if (!r.value.IsMap()) return Expected(r, "state.rocksdb", "a map (keys: " + Join(kStateRocksDbKeys) + ")");
     CAIRN_RETURN_IF_ERROR(CheckKeys(r.value, kStateRocksDbKeys, "in state.rocksdb"));
@@ -580,10 +591,32 @@ Status JobReader::ReadOperator(const YAML::Node& n, const JobSpec& spec, Operato
       places.input.push_back(places.inputs);
     } else if (e.value.IsSequence()) {
       for (const YAML::Node& item : e.value) {
-        if (!item.IsScalar()) return loc_.Error(item, label + " must be operator ids, got " + Describe(item));
+        if (item.IsMap()) {
+          // {from: ID, partition: rebalance}: a load-balanced edge (docs/configuration.md).
+          CAIRN_RETURN_IF_ERROR(CheckKeys(item, kInputKeys, "in an input of " + what));
+          Entry from = Find(item, "from");
+          if (!from.present)
+            return loc_.Error(item, "an input of " + what + " is missing required key 'from' (the operator id it reads)");
+          std::string id_from, partition = "forward";
+          CAIRN_RETURN_IF_ERROR(String(from, "from of an input of " + what, true, &id_from));
+          Entry part = Find(item, "partition");
+          if (part.present) {
+            CAIRN_RETURN_IF_ERROR(String(part, "partition of an input of " + what, true, &partition));
+            if (partition != "rebalance" && partition != "forward")
+              return Expected(part, "partition of an input of " + what, "rebalance or forward");
+          }
+          op->inputs.push_back(id_from);
+          op->rebalance_inputs.resize(op->inputs.size(), false);
+          op->rebalance_inputs.back() = partition == "rebalance";
+          places.input.push_back(loc_.Where(part.present ? part : from));
+          continue;
+        }
+        if (!item.IsScalar())
+          return loc_.Error(item, label + " must be operator ids, got " + Describe(item));
         op->inputs.push_back(item.Scalar());
         places.input.push_back(loc_.Where(item));
       }
+      op->rebalance_inputs.resize(op->inputs.size(), false);
     } else {
       return Expected(e, label, expected);
     }

@@ -45,6 +45,9 @@ struct OperatorConfig {
   std::string type;
   uint32_t parallelism = 1;
   std::vector<std::string> inputs;  // operator ids; empty for sources
+  // Parallel to inputs (or empty: none): the input is a load-balanced edge (`{from: ID,
+  // partition: rebalance}`): every producer subtask feeds one shared queue of this operator.
+  std::vector<bool> rebalance_inputs;
   std::vector<std::string> key_by;  // field names; non-empty: the input edges are hash-partitioned by them
   // Per input, for types whose inputs are keyed by different fields (join's `on`, set by
   // OperatorType::input_keys); empty: every input is keyed by key_by.
@@ -70,6 +73,7 @@ struct OperatorConfig {
   const std::vector<std::string>& KeyByOf(size_t input) const {
     return input_key_by.empty() ? key_by : input_key_by[input];
   }
+  bool Rebalanced(size_t input) const { return input < rebalance_inputs.size() && rebalance_inputs[input]; }
   // Its inputs are hash-partitioned (key_by or input_key_by).
   bool keyed() const { return !key_by.empty() || !input_key_by.empty(); }
 };

@@ -9,6 +9,9 @@
 //     shared/<op>-<subtask>/<token>-<n>.sst  SST files of incremental keyed-state checkpoints,
 //                                   referenced by the SHARED lists of one or more chk-<id>/
 //                                   (state/shared_files.h); deleted once none references them
+//     shared/<op>-<subtask>/<token>-changelog.<seq>, <token>-m<id>-<name>  state.changelog:
+//                                   changelog segments and materialization files, listed the
+//                                   same way (state/changelog_segment.h)
 //     chk-<id>/                     one checkpoint; complete iff _metadata exists
 //       _metadata                   the commit point, written last (tmp + fsync + rename + fsync dir)
 //       <op>-<subtask>/keyed/       RocksDB checkpoint of the subtask's keyed state (if keyed):

@@ -218,7 +218,8 @@ size_t HeapKeyedStateBackend::size() const {
   return n;
 }
 
-Status HeapKeyedStateBackend::LoadNamed(std::string_view state, std::string_view stored_key, std::string_view value) {
+Status HeapKeyedStateBackend::LoadNamed(std::string_view state, std::string_view stored_key, std::string_view value,
+                                        bool removed) {
   StateDescriptor d;
   uint32_t kg;
   std::string_view key, uk;
@@ -232,7 +233,15 @@ Status HeapKeyedStateBackend::LoadNamed(std::string_view state, std::string_view
   if (!(t->desc == d)) return Status::Corruption("keyed state '" + d.name + "' is stored with two types");
   Rows::value_type* rows;
   const std::string* u;
-  Entry* e = Find(t, key, KeyHash(key), uk, true, &rows, &u);
+  Entry* e = Find(t, key, KeyHash(key), uk, !removed, &rows, &u);
+  if (removed) {
+    if (e != nullptr && !e->removed) {
+      e->removed = true;
+      e->value.clear();
+      --t->live;
+    }
+    return Status::OK();
+  }
   if (e->removed) ++t->live;
   e->removed = false;
   e->value.assign(value.data(), value.size());

@@ -47,8 +47,9 @@ class HeapKeyedStateBackend : public KeyedStateBackend {
   size_t size() const override;
 
   // Restore: one stored entry of the named state `state` (a StateDescriptor encoding),
-  // `stored_key` as EncodeEntryKey made it. Corruption when either does not parse.
-  Status LoadNamed(std::string_view state, std::string_view stored_key, std::string_view value);
+  // `stored_key` as EncodeEntryKey made it, or with `removed` its removal (a changelog
+  // segment's), not marked changed. Corruption when either does not parse.
+  Status LoadNamed(std::string_view state, std::string_view stored_key, std::string_view value, bool removed = false);
 
  private:
   struct Entry {

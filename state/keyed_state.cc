@@ -50,14 +50,14 @@ const char* KeyedInt64State::StoreKey(std::string_view key) {
   if (key.empty()) return kEmptyKey;
   if (key.size() > UINT32_MAX) throw std::length_error("KeyedInt64State: key longer than 4 GiB");
   if (key.size() > kOwnBlockThreshold) {
-    arena_blocks_.push_back(std::make_unique<char[]>(key.size()));
-    char* p = arena_blocks_.back().get();
+    arena_blocks_->push_back(std::make_unique<char[]>(key.size()));
+    char* p = arena_blocks_->back().get();
     std::memcpy(p, key.data(), key.size());
     return p;
   }
   if (key.size() > arena_left_) {
-    arena_blocks_.push_back(std::make_unique<char[]>(kArenaBlockSize));
-    arena_ptr_ = arena_blocks_.back().get();
+    arena_blocks_->push_back(std::make_unique<char[]>(kArenaBlockSize));
+    arena_ptr_ = arena_blocks_->back().get();
     arena_left_ = kArenaBlockSize;
   }
   char* p = arena_ptr_;
@@ -121,6 +121,20 @@ void KeyedInt64State::Grow() {
     slots_[i] = s;
     if (s.dirty) dirty_.push_back(static_cast<uint32_t>(i));
   }
+}
+
+void KeyedInt64State::Reserve(size_t n) {
+  if (n > (size_t{1} << 31)) n = size_t{1} << 31;
+  if (count_ == 0) {
+    size_t slots = slots_.size();
+    while (GrowThreshold(slots) < n) slots *= 2;
+    if (slots == slots_.size()) return;
+    slots_.assign(slots, Slot{});
+    mask_ = slots - 1;
+    grow_at_ = GrowThreshold(slots);
+    return;
+  }
+  while (GrowThreshold(slots_.size()) < n) Grow();
 }
 
 void KeyedInt64State::MarkDirty(size_t slot) {
@@ -197,7 +211,11 @@ void KeyedInt64State::Put(std::string_view key, int64_t value) {
   }
 }
 
-void KeyedInt64State::Delete(std::string_view key) {
+void KeyedInt64State::Delete(std::string_view key) { Remove(key, /*mark_dirty=*/true); }
+
+void KeyedInt64State::LoadRemoval(std::string_view key) { Remove(key, /*mark_dirty=*/false); }
+
+void KeyedInt64State::Remove(std::string_view key, bool mark_dirty) {
   const uint64_t hash = KeyHash(key);
   if (!Owns(hash)) return RecordForeignKey(key, hash);
   size_t i = hash & mask_;
@@ -210,7 +228,7 @@ void KeyedInt64State::Delete(std::string_view key) {
       s.removed = true;
       s.value = 0;
       ++removed_;
-      MarkDirty(i);
+      if (mark_dirty) MarkDirty(i);
       return;
     }
     i = (i + 1) & mask_;
@@ -227,16 +245,19 @@ void KeyedInt64State::LoadEntry(std::string_view key, int64_t value) {
 
 std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
   auto delta = std::make_unique<StateDelta>();
-  size_t key_bytes = 0;
-  for (uint32_t i : dirty_) key_bytes += slots_[i].key_length;
+  delta->key_owner = arena_blocks_;
   delta->entries.reserve(dirty_.size());
-  delta->keys.reserve(key_bytes);
-  for (uint32_t i : dirty_) {
-    Slot& s = slots_[i];
-    delta->entries.push_back(
-        StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length, delta->keys.size(), s.value});
-    delta->keys.append(s.key, s.key_length);
+  auto take = [&](Slot& s) {
+    delta->entries.push_back(StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length,
+                                               reinterpret_cast<uintptr_t>(s.key), s.value});
     s.dirty = false;
+  };
+  if (dirty_.size() * 8 > slots_.size()) {
+    // Most of the table changed: one sequential pass beats a random access per changed slot.
+    for (Slot& s : slots_)
+      if (s.dirty) take(s);
+  } else {
+    for (uint32_t i : dirty_) take(slots_[i]);
   }
   dirty_.clear();
   return delta;

@@ -29,12 +29,20 @@ struct StateDelta {
     uint32_t key_group : 31;  // < 65536 (max_parallelism <= 65536)
     uint32_t deleted : 1;     // the key was removed (KeyedInt64State::Delete)
     uint32_t key_length;
-    uint64_t key_offset;  // into keys; 64 bits: deltas merged over failed checkpoints may pass 4 GiB
+    uint64_t key_offset;  // into keys, or the key's address in key_owner; 64 bits: deltas merged
+                          // over failed checkpoints may pass 4 GiB
     int64_t value;
   };
   std::vector<Entry> entries;
   std::string keys;
-  std::string_view key(const Entry& e) const { return std::string_view(keys.data() + e.key_offset, e.key_length); }
+  // Set by TakeDelta: the table's key arena (immutable bytes that never move), kept alive by
+  // this delta, and the entries' keys are read there instead of copied into `keys` (the
+  // synchronous part hands over the dirty set's keys, not a copy of them).
+  std::shared_ptr<const void> key_owner;
+  std::string_view key(const Entry& e) const {
+    if (key_owner != nullptr) return std::string_view(reinterpret_cast<const char*>(e.key_offset), e.key_length);
+    return std::string_view(keys.data() + e.key_offset, e.key_length);
+  }
 
   // Entries of named states (state/keyed_state_api.h), changed since the previous delta:
   // `state` is the StateDescriptor::Encode() of the state, `key` the stored key
@@ -88,10 +96,16 @@ class KeyedInt64State {
   // Live entries.
   size_t size() const;
 
-  // Synchronous snapshot: the entries changed since the last call; clears the change set.
+  // Synchronous snapshot: the entries changed since the last call (their values copied, their
+  // keys referenced in the arena); clears the change set.
   std::unique_ptr<StateDelta> TakeDelta();
+  // Restore: makes room for `n` entries at once (a hint; no effect when there is room), so that
+  // loading them does not grow the table step by step.
+  void Reserve(size_t n);
   // Restore: inserts without marking the entry changed.
   void LoadEntry(std::string_view key, int64_t value);
+  // Restore: removes `key` without marking it changed (a removal a changelog segment holds).
+  void LoadRemoval(std::string_view key);
   // Visits every entry (unordered).
   void ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const;
 
@@ -109,6 +123,7 @@ class KeyedInt64State {
   // Doubles the table and rebuilds dirty_ (slots move).
   void Grow();
   void MarkDirty(size_t slot);
+  void Remove(std::string_view key, bool mark_dirty);
   // Copies `key` into the arena; the returned pointer stays valid for the table's lifetime.
   const char* StoreKey(std::string_view key);
   bool Owns(uint64_t hash) const { return range_.Contains(KeyGroupOf(hash, max_parallelism_)); }
@@ -121,7 +136,10 @@ class KeyedInt64State {
   size_t count_ = 0;      // used slots, including removed ones (their keys stay in place)
   size_t removed_ = 0;    // used slots whose key was removed
   size_t grow_at_ = 0;  // Grow() before count_ exceeds this (~0.7 of slots_.size())
-  std::vector<std::unique_ptr<char[]>> arena_blocks_;
+  // Shared with the deltas that reference its keys (StateDelta::key_owner); only this table
+  // appends to it (the task thread), and existing blocks never change.
+  std::shared_ptr<std::vector<std::unique_ptr<char[]>>> arena_blocks_ =
+      std::make_shared<std::vector<std::unique_ptr<char[]>>>();
   char* arena_ptr_ = nullptr;
   size_t arena_left_ = 0;
   std::vector<uint32_t> dirty_;  // slot indices changed since the last TakeDelta

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +23,7 @@
 
 #include "engine/base/crash_points.h"
 #include "engine/base/file_util.h"
+#include "state/changelog_segment.h"
 #include "state/checkpoint_format.h"
 #include "state/heap_keyed_state.h"
 #include "state/shared_files.h"
@@ -105,6 +107,7 @@ struct OpenedDb {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;  // handles[0] is the default family
   std::vector<std::string> names;
   std::string temp_dir;
+  bool writable = false;                // a changelog checkpoint's, its segments applied
   std::string snapshot_dir;             // what temp_dir was materialized from
   std::vector<SharedFileRef> shared;    // and the shared files linked into it
   OpenedDb() = default;
@@ -164,7 +167,10 @@ Status LinkOrCopy(const std::string& from, const std::string& to) {
 }
 
 // Makes `target` an openable database from the incremental snapshot `keyed_dir`: its own
-// files copied, the shared files it lists linked under their names.
+// files copied, the shared SST files it lists linked under their names and its other shared
+// database files (a changelog checkpoint's materialization) copied, since the database that
+// opens them may rewrite them. Changelog segments are not database files: left out (the
+// caller applies them, ApplySegment).
 Status Materialize(const std::string& keyed_dir, const std::vector<SharedFileRef>& refs, const std::string& target) {
   std::error_code ec;
   fs::create_directories(target, ec);
@@ -180,9 +186,42 @@ Status Materialize(const std::string& keyed_dir, const std::vector<SharedFileRef
   for (const SharedFileRef& r : refs) {
     if (!PathExists(r.path))
       return Status::Corruption("keyed state snapshot " + keyed_dir + " references the missing shared file " + r.path);
-    CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, target + "/" + r.name));
+    if (IsChangelogSegmentName(r.name)) continue;
+    if (IsSst(r.name)) {
+      CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, target + "/" + r.name));
+    } else {
+      fs::copy_file(r.path, target + "/" + r.name, ec);
+      if (ec) return Status::IOError("cannot copy " + r.path + ": " + ec.message());
+    }
   }
   return Status::OK();
+}
+
+// The changelog segments among `refs`, in the order listed (the order they were written).
+std::vector<std::string> SegmentPaths(const std::vector<SharedFileRef>& refs) {
+  std::vector<std::string> out;
+  for (const SharedFileRef& r : refs)
+    if (IsChangelogSegmentName(r.name)) out.push_back(r.path);
+  return out;
+}
+
+std::string EncodeKey(uint32_t key_group, std::string_view key);
+void EncodeValue(int64_t value, char out[kValueSize]);
+
+using FamilyFn = std::function<Status(std::string_view state, rocksdb::ColumnFamilyHandle** cf)>;
+
+// Applies the changelog segments `paths` (in write order) to `db`, coalesced and in key order
+// (CoalesceChangelogSegments), in batches (no WAL); `family` gives the column family of a named
+// state, made when missing.
+Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family);
+
+// Writes every column family's memtable to SST files.
+rocksdb::Status FlushFamilies(rocksdb::DB* db, const std::map<std::string, rocksdb::ColumnFamilyHandle*>& families) {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> all = {db->DefaultColumnFamily()};
+  for (const auto& [name, h] : families) all.push_back(h);
+  return db->Flush(fo, all);
 }
 
 // A new, empty directory below `parent` (the system's temporary directory when empty).
@@ -195,6 +234,68 @@ Status MakeTempDir(std::string parent, std::string* out) {
   std::string tmpl = parent + "/.cairn-keyed-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno("cannot create a temporary directory in", parent, errno);
   *out = tmpl;
+  return Status::OK();
+}
+
+// The column family of `state` in `db`, created when missing; Corruption when `state` names no
+// state.
+Status OpenedFamily(OpenedDb* db, const rocksdb::Options& o, std::string_view state, rocksdb::ColumnFamilyHandle** out) {
+  for (size_t i = 1; i < db->names.size(); ++i) {
+    if (db->names[i] == state) {
+      *out = db->handles[i];
+      return Status::OK();
+    }
+  }
+  StateDescriptor d;
+  if (!StateDescriptor::Decode(state, &d))
+    return Status::Corruption("changelog entry of an unknown state '" + std::string(state) + "'");
+  rocksdb::ColumnFamilyHandle* h = nullptr;
+  rocksdb::Status s = db->db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(o), std::string(state), &h);
+  if (!s.ok()) return FromRocks(s, "cannot create keyed state '" + std::string(state) + "' in", db->temp_dir);
+  db->handles.push_back(h);
+  db->names.emplace_back(state);
+  *out = h;
+  return Status::OK();
+}
+
+Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family) {
+  if (paths.empty()) return Status::OK();
+  std::vector<std::string> buffers;
+  std::vector<ChangelogEntry> entries;
+  CAIRN_RETURN_IF_ERROR(CoalesceChangelogSegments(paths, &buffers, &entries));
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  rocksdb::WriteBatch batch;
+  std::string key;
+  char value[kValueSize];
+  std::string_view last_state;
+  rocksdb::ColumnFamilyHandle* cf = db->DefaultColumnFamily();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ChangelogEntry& e = entries[i];
+    rocksdb::Status s;
+    if (e.state.empty()) {
+      key = EncodeKey(e.key_group, e.key);
+      EncodeValue(e.int64, value);
+      s = e.deleted ? batch.Delete(key) : batch.Put(key, rocksdb::Slice(value, kValueSize));
+    } else {
+      if (e.state != last_state) {
+        StateDescriptor d;
+        if (!StateDescriptor::Decode(e.state, &d))
+          return Status::Corruption("changelog segment " + paths.back() + " or before holds an unknown state '" +
+                                    std::string(e.state) + "'");
+        CAIRN_RETURN_IF_ERROR(family(e.state, &cf));
+        last_state = e.state;
+      }
+      const rocksdb::Slice k(e.key.data(), e.key.size());
+      s = e.deleted ? batch.Delete(cf, k) : batch.Put(cf, k, rocksdb::Slice(e.value.data(), e.value.size()));
+    }
+    if (!s.ok()) return FromRocks(s, "cannot build write batch from", paths.back());
+    if (batch.Count() >= kRestoreBatchEntries || i + 1 == entries.size()) {
+      s = db->Write(wo, &batch);
+      if (!s.ok()) return FromRocks(s, "cannot apply changelog segments up to", paths.back());
+      batch.Clear();
+    }
+  }
   return Status::OK();
 }
 
@@ -220,9 +321,24 @@ Status OpenSnapshot(const std::string& dir, const std::string& temp_parent, Open
     }
     open_dir = out->temp_dir;
   }
-  rocksdb::Status s = OpenFamilies(ReadOnlyOptions(), open_dir, /*read_only=*/true, out);
+  // A changelog checkpoint: its segments are applied to (a writable copy of) its
+  // materialization, which may also be none yet (no CURRENT: an empty database).
+  const std::vector<std::string> segments = SegmentPaths(refs);
+  const bool writable = incremental && (!segments.empty() || !PathExists(open_dir + "/CURRENT"));
+  rocksdb::Options wo = WorkDbOptions(StateBackendOptions{});
+  wo.info_log = std::make_shared<DiscardingLogger>();
+  out->writable = writable;
+  rocksdb::Status s = OpenFamilies(writable ? wo : ReadOnlyOptions(), open_dir, /*read_only=*/!writable, out);
   if (!s.ok()) {
     Status st = out->Translate(FromRocks(s, "cannot open keyed state snapshot", dir));
+    out->Close();
+    return st;
+  }
+  Status st = ApplySegments(out->db, segments, [&](std::string_view state, rocksdb::ColumnFamilyHandle** cf) {
+    return OpenedFamily(out, wo, state, cf);
+  });
+  if (!st.ok()) {
+    st = out->Translate(st);
     out->Close();
     return st;
   }
@@ -359,6 +475,37 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
   return Status::OK();
 }
 
+// Loads the changelog segments `paths` of the snapshot `snapshot_dir` into `state` and `named`
+// (over what LoadAll loaded from its materialization), oldest first: the tables coalesce them,
+// a later entry replacing an earlier one. All must lie in `range`.
+Status LoadSegments(const std::vector<std::string>& paths, const std::string& snapshot_dir, const KeyGroupRange& range,
+                    KeyedInt64State* state, HeapKeyedStateBackend* named) {
+  std::string buffer;
+  for (const std::string& path : paths) {
+    CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(path, &buffer, [&](const ChangelogEntry& e) -> Status {
+      uint32_t kg = e.key_group;
+      if (!e.state.empty()) {
+        if (e.key.size() < kKeyGroupPrefixSize)
+          return Status::Corruption("changelog segment " + path + ": malformed entry");
+        const auto* kp = reinterpret_cast<const unsigned char*>(e.key.data());
+        kg = (static_cast<uint32_t>(kp[0]) << 8) | kp[1];
+      }
+      if (!range.Contains(kg))
+        return Status::Corruption("keyed state snapshot " + snapshot_dir + " holds key group " + std::to_string(kg) +
+                                  " outside its range " + range.ToString());
+      if (!e.state.empty())
+        return named->LoadNamed(e.state, e.key, e.value, e.deleted).WithContext("changelog segment " + path);
+      if (e.deleted) {
+        state->LoadRemoval(e.key);
+      } else {
+        state->LoadEntry(e.key, e.int64);
+      }
+      return Status::OK();
+    }));
+  }
+  return Status::OK();
+}
+
 uint64_t FilesSize(const std::string& dir) {
   uint64_t total = 0;
   std::error_code ec;
@@ -378,6 +525,7 @@ RocksDbStateStore::RocksDbStateStore(std::string dir, rocksdb::DB* db, StateBack
     : dir_(std::move(dir)), db_(db), options_(std::move(options)), token_(RandomToken()) {}
 
 RocksDbStateStore::~RocksDbStateStore() {
+  StopChangelog();
   for (auto& [name, h] : families_) db_->DestroyColumnFamilyHandle(h);
   delete db_;
 }
@@ -388,12 +536,24 @@ Status RocksDbStateStore::Create(const std::string& work_dir, std::unique_ptr<Ro
 
 Status RocksDbStateStore::Create(const std::string& work_dir, const StateBackendOptions& options,
                                  std::unique_ptr<RocksDbStateStore>* out) {
+  return Create(work_dir, options, /*start_changelog=*/true, out);
+}
+
+Status RocksDbStateStore::Create(const std::string& work_dir, const StateBackendOptions& options, bool start_changelog,
+                                 std::unique_ptr<RocksDbStateStore>* out) {
   CAIRN_RETURN_IF_ERROR(CheckAbsent(work_dir));
   CAIRN_RETURN_IF_ERROR(CreateParentDirs(work_dir));
   rocksdb::DB* db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(WorkDbOptions(options), work_dir, &db);
   if (!s.ok()) return FromRocks(s, "cannot create keyed state database", work_dir);
   out->reset(new RocksDbStateStore(work_dir, db, options));
+  if (start_changelog && (*out)->ChangelogOn()) {
+    Status st = (*out)->StartChangelog(/*stage=*/false);
+    if (!st.ok()) {
+      out->reset();
+      return st;
+    }
+  }
   return Status::OK();
 }
 
@@ -428,7 +588,7 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
   CAIRN_RETURN_IF_ERROR(CreateDirs(checkpoint_dir));
   std::vector<std::string> names;
   CAIRN_RETURN_IF_ERROR(ListDir(staged, &names));
-  const std::string mine = options_.shared_dir + "/" + fs::path(dir_).filename().string();
+  const std::string mine = SharedSubdir();
   std::vector<SharedFileRef> refs;
   std::map<std::string, std::string> now;
   uint64_t total = 0;
@@ -487,6 +647,7 @@ Status RocksDbStateStore::PersistAndCheckpoint(const StateDelta& delta, const st
     std::error_code ec;
     fs::remove_all(d, ec);
   }
+  if (ChangelogOn() && delta.staged_dir.empty()) return PersistChangelog(delta, checkpoint_dir, bytes);
   if (!delta.empty()) {
     // In key order: RocksDB inserts sorted keys into its memtable about 3x cheaper than random
     // ones (bench: BM_PersistDeltaSorted). Stable, so a later entry for a key still wins.
@@ -518,11 +679,7 @@ Status RocksDbStateStore::PersistAndCheckpoint(const StateDelta& delta, const st
     wo.disableWAL = true;
     rocksdb::Status s = db_->Write(wo, &batch);
     if (!s.ok()) return FromRocks(s, "cannot write keyed state to", dir_);
-    rocksdb::FlushOptions fo;
-    fo.wait = true;
-    std::vector<rocksdb::ColumnFamilyHandle*> all = {db_->DefaultColumnFamily()};
-    for (auto& [name, h] : families_) all.push_back(h);
-    s = db_->Flush(fo, all);
+    s = FlushFamilies(db_, families_);
     if (!s.ok()) return FromRocks(s, "cannot flush keyed state in", dir_);
   }
 
@@ -547,6 +704,211 @@ Status RocksDbStateStore::PersistAndCheckpoint(const StateDelta& delta, const st
     return Status::OK();
   }
   return Upload(staged, checkpoint_dir, bytes);
+}
+
+// ---- Changelog checkpoints.
+
+bool RocksDbStateStore::ChangelogOn() const {
+  return options_.changelog && options_.kind == StateBackendOptions::Kind::kHeap && !options_.shared_dir.empty();
+}
+
+std::string RocksDbStateStore::SharedSubdir() const {
+  return options_.shared_dir + "/" + fs::path(dir_).filename().string();
+}
+
+std::string RocksDbStateStore::SegmentPath(uint64_t seq) const {
+  return dir_ + ".changelog/" + ChangelogSegmentName(seq);
+}
+
+std::string RocksDbStateStore::SharedPath(const Materialization& m, const std::string& name) const {
+  // SST numbers are unique within the database, so an SST kept by several materializations is
+  // uploaded once; the other files are rewritten by each.
+  if (IsSst(name)) return SharedSubdir() + "/" + token_ + "-" + name;
+  return SharedSubdir() + "/" + token_ + "-m" + std::to_string(m.id) + "-" + name;
+}
+
+Status RocksDbStateStore::StartChangelog(bool stage, const std::string* snapshot, const std::vector<SharedFileRef>* refs) {
+  std::error_code ec;
+  fs::remove_all(dir_ + ".changelog", ec);
+  CAIRN_RETURN_IF_ERROR(CreateDirs(dir_ + ".changelog"));
+  if (stage) CAIRN_RETURN_IF_ERROR(MaterializeOnce({}));
+  if (snapshot != nullptr) {
+    // Local links to the snapshot's database files (its own and the shared ones it lists) and
+    // to its segments: what the checkpoints link into shared/ under this store's names.
+    Materialization m;
+    m.id = 1;
+    m.dir = dir_ + ".restored";
+    fs::remove_all(m.dir, ec);
+    CAIRN_RETURN_IF_ERROR(CreateDirs(m.dir));
+    std::vector<std::string> own;
+    CAIRN_RETURN_IF_ERROR(ListDir(*snapshot, &own));
+    for (const std::string& name : own) {
+      if (name == kSharedListFileName) continue;
+      CAIRN_RETURN_IF_ERROR(LinkOrCopy(*snapshot + "/" + name, m.dir + "/" + name));
+      m.files.push_back(name);
+    }
+    std::vector<uint64_t> seqs;
+    for (const SharedFileRef& r : *refs) {
+      if (IsChangelogSegmentName(r.name)) {
+        seqs.push_back(++last_seq_);
+        CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, SegmentPath(seqs.back())));
+      } else {
+        CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, m.dir + "/" + r.name));
+        m.files.push_back(r.name);
+      }
+    }
+    MutexLock l(&mu_);
+    current_ = std::move(m);
+    segments_ = std::move(seqs);
+  }
+  materializer_ = std::thread([this] { MaterializerLoop(); });
+  return Status::OK();
+}
+
+void RocksDbStateStore::StopChangelog() {
+  {
+    MutexLock l(&mu_);
+    stop_ = true;
+  }
+  cv_.SignalAll();
+  if (materializer_.joinable()) materializer_.join();
+}
+
+Status RocksDbStateStore::MaterializeOnce(const std::vector<uint64_t>& seqs) {
+  std::vector<std::string> paths;
+  for (uint64_t seq : seqs) paths.push_back(SegmentPath(seq));
+  CAIRN_RETURN_IF_ERROR(ApplySegments(db_, paths, [this](std::string_view state, rocksdb::ColumnFamilyHandle** cf) {
+    return Family(std::string(state), cf);
+  }));
+  rocksdb::Status s = FlushFamilies(db_, families_);
+  if (!s.ok()) return FromRocks(s, "cannot flush keyed state in", dir_);
+  Materialization m;
+  CAIRN_RETURN_IF_ERROR(Stage(&m.dir));
+  CAIRN_RETURN_IF_ERROR(ListDir(m.dir, &m.files));
+  CAIRN_CRASH_POINT("materialize.staged");
+  MutexLock l(&mu_);
+  m.id = current_.id + 1;
+  m.up_to = seqs.empty() ? current_.up_to : seqs.back();
+  if (!current_.dir.empty()) retired_.emplace_back(current_.id, current_.dir);
+  current_ = std::move(m);
+  return Status::OK();
+}
+
+void RocksDbStateStore::MaterializerLoop() {
+  const auto interval = std::chrono::milliseconds(options_.materialize_interval_ms);
+  uint64_t applied;
+  {
+    MutexLock l(&mu_);
+    applied = current_.up_to;
+  }
+  for (;;) {
+    std::vector<uint64_t> seqs;
+    {
+      MutexLock l(&mu_);
+      const auto deadline = std::chrono::steady_clock::now() + interval;
+      while (!stop_ && std::chrono::steady_clock::now() < deadline) cv_.WaitUntil(&mu_, deadline);
+      if (stop_) return;
+      for (uint64_t seq : segments_)
+        if (seq > applied) seqs.push_back(seq);
+    }
+    if (seqs.empty()) continue;
+    // A failure leaves checkpoints on the previous materialization (with more segments); the
+    // segments are applied again next time (their entries are values, not increments).
+    if (MaterializeOnce(seqs).ok()) applied = seqs.back();
+  }
+}
+
+Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::string& checkpoint_dir,
+                                           uint64_t* bytes) {
+  uint64_t written = 0;
+  if (!delta.empty()) {
+    // One sequential write and fsync: the delta as it is (each key once, the dirty set
+    // coalesced the interval's updates of a hot key).
+    const uint64_t seq = last_seq_ + 1;
+    const std::string data = EncodeChangelogSegment(delta);
+    CAIRN_RETURN_IF_ERROR(WriteChecksummedFile(SegmentPath(seq), data));
+    last_seq_ = seq;
+    written += data.size() + kBlobFooterSize;
+    MutexLock l(&mu_);
+    segments_.push_back(seq);
+  }
+  CAIRN_CRASH_POINT("persist.changelog_written");
+  Materialization m;
+  std::vector<uint64_t> live;
+  {
+    MutexLock l(&mu_);
+    m = current_;
+    for (uint64_t seq : segments_)
+      if (seq > m.up_to) live.push_back(seq);
+  }
+  // What this checkpoint lists: every file of the materialization, then the segments since.
+  std::vector<SharedFileRef> refs;
+  std::vector<std::string> sources;
+  for (const std::string& f : m.files) {
+    refs.push_back(SharedFileRef{f, SharedPath(m, f)});
+    sources.push_back(m.dir + "/" + f);
+  }
+  for (uint64_t seq : live) {
+    const std::string name = ChangelogSegmentName(seq);
+    refs.push_back(SharedFileRef{name, SharedSubdir() + "/" + token_ + "-" + name});
+    sources.push_back(SegmentPath(seq));
+  }
+  CAIRN_RETURN_IF_ERROR(CreateDirs(checkpoint_dir));
+  {
+    // As Upload: the list first, then the files, under the collection's mutex. A file a
+    // collection removed since an earlier checkpoint failed is linked again from its local copy.
+    std::lock_guard<std::mutex> l(SharedFilesMutex());
+    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs));
+    CAIRN_CRASH_POINT("persist.shared_listed");
+    const std::string mine = SharedSubdir();
+    bool made = false;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (PathExists(refs[i].path)) continue;
+      if (!made) {
+        CAIRN_RETURN_IF_ERROR(CreateDirs(mine));
+        made = true;
+      }
+      CAIRN_RETURN_IF_ERROR(LinkOrCopy(sources[i], refs[i].path));
+      // A segment's bytes were counted when it was written.
+      std::error_code ec;
+      if (!IsChangelogSegmentName(refs[i].name)) written += fs::file_size(refs[i].path, ec);
+    }
+    if (made) {
+      CAIRN_RETURN_IF_ERROR(FsyncDir(mine));
+      CAIRN_RETURN_IF_ERROR(FsyncDir(options_.shared_dir));
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(FsyncDir(checkpoint_dir));
+  // Local copies that no later checkpoint lists: the segments m holds and the
+  // materializations before m.
+  std::vector<std::string> remove;
+  {
+    MutexLock l(&mu_);
+    size_t keep = 0;
+    for (uint64_t seq : segments_) {
+      if (seq <= m.up_to) {
+        remove.push_back(SegmentPath(seq));
+      } else {
+        segments_[keep++] = seq;
+      }
+    }
+    segments_.resize(keep);
+    keep = 0;
+    for (auto& r : retired_) {
+      if (r.first < m.id) {
+        remove.push_back(r.second);
+      } else {
+        retired_[keep++] = std::move(r);
+      }
+    }
+    retired_.resize(keep);
+  }
+  for (const std::string& path : remove) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  *bytes = written;
+  return Status::OK();
 }
 
 // ---- The RocksDB backend's view: every read and write goes to the database.
@@ -703,7 +1065,23 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
     auto db = std::make_unique<OpenedDb>();
     rocksdb::Status s = OpenFamilies(WorkDbOptions(options), work_dir, /*read_only=*/false, db.get());
     if (!s.ok()) return fail(FromRocks(s, "cannot open restored keyed state database", work_dir));
+    // The heap backend with changelog loads the segments into memory only: its materializer
+    // applies them to the database (in the background, before the next materialization).
+    // Otherwise the database must hold them before anything is read or written.
+    const bool heap_changelog = options.changelog && options.kind == StateBackendOptions::Kind::kHeap &&
+                                !options.shared_dir.empty() && state != nullptr && named != nullptr;
+    if (!heap_changelog) {
+      st = ApplySegments(db->db, SegmentPaths(refs), [&](std::string_view name, rocksdb::ColumnFamilyHandle** cf) {
+        return OpenedFamily(db.get(), WorkDbOptions(options), name, cf);
+      });
+      if (!st.ok()) return fail(st);
+    }
+    // The table sized once from RocksDB's estimate of the keys, not doubled while loading.
+    uint64_t estimate = 0;
+    if (state != nullptr && db->db->GetIntProperty(db->handles[0], "rocksdb.estimate-num-keys", &estimate))
+      state->Reserve(static_cast<size_t>(estimate));
     st = LoadAll(db.get(), snap, range, state, named);
+    if (st.ok() && heap_changelog) st = LoadSegments(SegmentPaths(refs), snap, range, state, named);
     if (!st.ok()) return fail(st);
     // Hand the database over to the store.
     store.reset(new RocksDbStateStore(work_dir, db->db, options));
@@ -716,12 +1094,19 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
       for (const SharedFileRef& r : refs)
         if (r.path.compare(0, options.shared_dir.size() + 1, options.shared_dir + "/") == 0)
           store->uploaded_.emplace(r.name, r.path);
+    if (store->ChangelogOn()) {
+      // The restored snapshot's files are the first materialization and its segments the
+      // first segments: nothing is rewritten before the first checkpoint.
+      st = store->StartChangelog(/*stage=*/false, &snap, &refs);
+      if (!st.ok()) return fail(st);
+    }
     *out = std::move(store);
     return Status::OK();
   }
 
   // Rescale path: copy the entries of our key groups out of every overlapping snapshot.
-  Status st = Create(work_dir, options, &store);
+  // The changelog starts once the restored entries are in (and materialized).
+  Status st = Create(work_dir, options, /*start_changelog=*/false, &store);
   if (!st.ok()) return fail(st);
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
@@ -784,12 +1169,12 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
   }
   st = write_batch();
   if (!st.ok()) return fail(st);
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  std::vector<rocksdb::ColumnFamilyHandle*> all = {store->db_->DefaultColumnFamily()};
-  for (auto& [name, h] : store->families_) all.push_back(h);
-  rocksdb::Status s = store->db_->Flush(fo, all);
+  rocksdb::Status s = FlushFamilies(store->db_, store->families_);
   if (!s.ok()) return fail(FromRocks(s, "cannot flush restored keyed state in", work_dir));
+  if (store->ChangelogOn()) {
+    st = store->StartChangelog(/*stage=*/true);
+    if (!st.ok()) return fail(st);
+  }
   *out = std::move(store);
   return Status::OK();
 }
@@ -845,6 +1230,26 @@ Status RocksDbStateStore::ReadStates(const std::string& dir, const StateEntryFn&
   OpenedDb db;
   CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
   return db.Translate(ReadEveryState(db, dir, fn));
+}
+
+Status RocksDbStateStore::WriteFullSnapshot(const std::string& dir, const std::string& target) {
+  OpenedDb db;
+  CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
+  if (!db.writable)  // opened in place or read-only: already a whole database
+    return Status::Internal("keyed state snapshot " + dir + " needs no rewrite");
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  rocksdb::Status s = db.db->Flush(fo, db.handles);
+  if (!s.ok()) return db.Translate(FromRocks(s, "cannot flush keyed state read from", dir));
+  rocksdb::Checkpoint* raw = nullptr;
+  s = rocksdb::Checkpoint::Create(db.db, &raw);
+  if (!s.ok()) return FromRocks(s, "cannot start a checkpoint of", dir);
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  s = checkpoint->CreateCheckpoint(target, /*log_size_for_flush=*/0);
+  if (!s.ok()) return FromRocks(s, "cannot write keyed state snapshot", target);
+  // The checkpoint hard-links the temporary database's SST files: its files become the
+  // target's own when the temporary directory is removed.
+  return FsyncDir(target);
 }
 
 }  // namespace cairn

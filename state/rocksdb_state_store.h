@@ -13,6 +13,14 @@
 // incremental one: the SST files go to shared_dir once and the checkpoint lists them
 // (state/shared_files.h); reading one links the files back into a temporary database.
 //
+// With options.changelog (the heap backend only, docs/state.md "Changelog checkpoints") a
+// checkpoint does not write the delta into RocksDB: it writes it as one changelog segment
+// (state/changelog_segment.h) and lists, in SHARED, the files of the last materialization (a
+// local RocksDB checkpoint, every one of its files uploaded to shared_dir) plus the segments
+// written since. A background thread (the materializer) applies the segments to the database
+// and makes a new materialization every options.materialize_interval_ms; the checkpoint after
+// it references that one, and the local copies of what it replaced are removed.
+//
 // Contract: PersistAndCheckpoint is called from one persister thread per subtask, in
 // checkpoint order; Stage and the RocksDB backend's reads and writes from the task thread
 // (RocksDB itself is thread-safe). Restore never modifies the snapshot directories it reads.
@@ -21,12 +29,15 @@
 
 #include <functional>
 #include <map>
+#include <thread>
+#include <utility>
 #include <memory>
 #include <string_view>
 #include <string>
 #include <vector>
 
 #include "engine/base/key_groups.h"
+#include "engine/base/mutex.h"
 #include "engine/base/status.h"
 #include "state/keyed_state.h"
 #include "state/state_backend.h"
@@ -39,6 +50,7 @@ class ColumnFamilyHandle;
 namespace cairn {
 
 class HeapKeyedStateBackend;
+struct SharedFileRef;
 
 class RocksDbStateStore : public StateStore {
  public:
@@ -82,13 +94,44 @@ class RocksDbStateStore : public StateStore {
                              const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn);
   // Reads every entry of every state of a stored snapshot.
   static Status ReadStates(const std::string& dir, const StateEntryFn& fn);
+  // Writes the stored snapshot `dir` as a whole RocksDB database at `target` (which must not
+  // exist): what a savepoint holds of a changelog checkpoint (state/savepoint.h).
+  static Status WriteFullSnapshot(const std::string& dir, const std::string& target);
 
  private:
   class KeyedView;
   RocksDbStateStore(std::string dir, rocksdb::DB* db, StateBackendOptions options);
+  static Status Create(const std::string& work_dir, const StateBackendOptions& options, bool start_changelog,
+                       std::unique_ptr<RocksDbStateStore>* out);
   // The column family of `state` (a StateDescriptor encoding), created when missing.
   Status Family(const std::string& state, rocksdb::ColumnFamilyHandle** out);
   Status Upload(const std::string& staged, const std::string& checkpoint_dir, uint64_t* bytes);
+
+  // ---- Changelog checkpoints (options_.changelog).
+  struct Materialization {
+    uint64_t id = 0;       // 0: none yet (an empty database); a restored snapshot's is 1
+    std::string dir;       // the local RocksDB checkpoint (hard links into dir_)
+    std::vector<std::string> files;  // its file names
+    uint64_t up_to = 0;    // the last segment it holds
+  };
+  // Starts the materializer. With `stage`, the database already holds state (a rescaled
+  // restore): it is materialized first, synchronously, so that checkpoints reference it. With
+  // `snapshot` (a restore by the fast path: the database is that snapshot's, `refs` its SHARED
+  // list), the snapshot's files are the first materialization and its segments the first
+  // segments (loaded into memory by the restore, not into the database: the materializer
+  // applies them before its first materialization).
+  Status StartChangelog(bool stage, const std::string* snapshot = nullptr,
+                        const std::vector<SharedFileRef>* refs = nullptr);
+  void StopChangelog();
+  Status PersistChangelog(const StateDelta& delta, const std::string& checkpoint_dir, uint64_t* bytes);
+  void MaterializerLoop() EXCLUDES(mu_);
+  // Applies the local segments `seqs` (ascending), flushes and stages a new
+  // materialization (materializer thread, or restore before it starts).
+  Status MaterializeOnce(const std::vector<uint64_t>& seqs) EXCLUDES(mu_);
+  bool ChangelogOn() const;
+  std::string SharedSubdir() const;  // this database's directory in shared_dir
+  std::string SegmentPath(uint64_t seq) const;  // a local segment
+  std::string SharedPath(const Materialization& m, const std::string& name) const;
 
   const std::string dir_;
   rocksdb::DB* db_;
@@ -97,6 +140,16 @@ class RocksDbStateStore : public StateStore {
   std::map<std::string, std::string> uploaded_;  // SST name in dir_ -> its path in shared_dir
   std::string token_;                            // prefix of this database's shared file names
   uint64_t staged_ = 0;                          // Stage() calls so far
+
+  // Changelog state. The persister thread owns last_seq_; mu_ guards the rest.
+  uint64_t last_seq_ = 0;  // the newest segment written
+  Mutex mu_;
+  CondVar cv_;
+  Materialization current_ GUARDED_BY(mu_);         // what checkpoints reference
+  std::vector<uint64_t> segments_ GUARDED_BY(mu_);  // local segments, ascending (those > current_.up_to are live)
+  std::vector<std::pair<uint64_t, std::string>> retired_ GUARDED_BY(mu_);  // (id, dir) of those current_ replaced
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread materializer_;
 };
 
 }  // namespace cairn

@@ -5,7 +5,9 @@
 
 #include "engine/base/file_util.h"
 #include "state/checkpoint_format.h"
+#include "state/changelog_segment.h"
 #include "state/checkpoint_layout.h"
+#include "state/rocksdb_state_store.h"
 #include "state/shared_files.h"
 
 namespace cairn {
@@ -30,9 +32,32 @@ Status CopyFileSynced(const std::string& from, const std::string& to) {
   return FsyncFile(to);
 }
 
+// True when the keyed snapshot `dir` (listing `refs`) is a changelog checkpoint's whose files
+// are not a database by themselves: it lists changelog segments, or no database at all yet.
+bool NeedsRewrite(const std::string& dir, const std::vector<SharedFileRef>& refs) {
+  bool current = PathExists(dir + "/CURRENT");
+  for (const SharedFileRef& r : refs) {
+    if (IsChangelogSegmentName(r.name)) return true;
+    current |= r.name == "CURRENT";
+  }
+  return !current;
+}
+
 // Copies the tree `from` into `to` (which exists), but not _metadata; a directory holding a
-// SHARED list gets copies of the files it lists instead of the list.
+// SHARED list gets copies of the files it lists instead of the list, or, when those are a
+// materialization and changelog segments, a full database with the segments applied, so that
+// a savepoint's keyed snapshot is always a whole RocksDB database.
 Status CopyTree(const std::string& from, const std::string& to) {
+  if (PathExists(from + "/" + kSharedListFileName)) {
+    std::vector<SharedFileRef> refs;
+    bool incremental = false;
+    CAIRN_RETURN_IF_ERROR(ReadSharedList(from, &refs, &incremental));
+    if (NeedsRewrite(from, refs)) {
+      CAIRN_RETURN_IF_ERROR(RemoveAll(to));
+      CAIRN_RETURN_IF_ERROR(RocksDbStateStore::WriteFullSnapshot(from, to));
+      return FsyncDir(fs::path(to).parent_path().string());
+    }
+  }
   std::vector<std::string> names;
   CAIRN_RETURN_IF_ERROR(ListDir(from, &names));
   bool has_shared = false;

@@ -3,7 +3,8 @@
 // <time> is the trigger time in UTC (YYYYMMDDTHHMMSSZ):
 //   - self-contained: every file its state needs is inside it. The shared SST files an
 //     incremental keyed snapshot references (state/shared_files.h) are copied in under their
-//     names and its SHARED list is left out, so each keyed snapshot is a full one; nothing
+//     names and its SHARED list is left out, so each keyed snapshot is a full one (a changelog
+//     checkpoint's is rewritten as one database, its segments applied); nothing
 //     refers to checkpoint.dir, and the directory can be moved or copied anywhere;
 //   - its _metadata says `kind savepoint` and is written last (the commit point, as for a
 //     checkpoint); a directory without it is an unfinished savepoint and is never restored;

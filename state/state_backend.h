@@ -43,6 +43,11 @@ struct StateBackendOptions {
   // <checkpoint.dir>/shared: checkpoints are incremental (state/shared_files.h). Empty: every
   // checkpoint is a whole RocksDB checkpoint (what tests of the store use).
   std::string shared_dir;
+  // state.changelog (heap backend only, and only with shared_dir): checkpoints write the delta
+  // as a changelog segment and reference the last background materialization of the RocksDB
+  // (state/rocksdb_state_store.h); state.materialize_interval: how often that is made.
+  bool changelog = false;
+  uint64_t materialize_interval_ms = 10000;
 };
 
 // One entry of a stored snapshot, of any state. For the default state: name "", kind value,

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tests/test_util.h"
+#include "tests/wordcount_check.h"
 
 namespace cairn::testing {
 namespace {
@@ -56,6 +57,27 @@ int ExpectEveryCheckpointConservesMoney(const std::string& ckdir, int64_t accoun
   }
   EXPECT_GT(checked, 0) << "no completed checkpoint in " << ckdir;
   return with_in_flight;
+}
+
+void ExpectMoneyConservedToTheEnd(const std::vector<std::string>& args, const std::string& ckdir, int64_t accounts,
+                                  int64_t initial_balance, const std::vector<std::string>& env) {
+  RunResult r = RunCairn(args, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(ExpectEveryCheckpointConservesMoney(ckdir, accounts, initial_balance), 0)
+      << "no checkpoint caught a credit in flight";
+  RunResult ck = RunCairn({"checkpoints", ckdir, "--json"});
+  EXPECT_NE(ck.out.find("\"channel_state_bytes\":0,\"final\":true"), std::string::npos) << ck.out;
+}
+
+void ExpectMoneyConservedAcrossKills(const std::vector<std::string>& args, const std::string& dir, int64_t accounts,
+                                     int64_t initial_balance, const std::vector<std::string>& env) {
+  KillPlan plan = PacedKillPlan(4, dir + "/ck", 30, {"operators.requests.rate=500"}, {"operators.requests.rate=0"});
+  plan.env = env;
+  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
+  KillRun kr = RunWithKills(args, dir, plan);
+  ASSERT_TRUE(kr.completed);
+  EXPECT_EQ(kr.kills, 4);
+  ExpectEveryCheckpointConservesMoney(dir + "/ck", accounts, initial_balance);
 }
 
 }  // namespace cairn::testing

@@ -58,11 +58,7 @@ void RunToCompletion(const std::string& mode, const std::vector<std::string>& en
   std::vector<std::string> args = BankArgs(dir, mode, "10ms");
   args[1] = job;
   args.resize(args.size() - 4);  // no operators.requests.count/rate: the file sets them
-  RunResult r = RunCairn(args, env);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_GT(ExpectEveryCheckpointConservesMoney(dir / "ck", kAccounts, kInitial), 0) << "no checkpoint caught a credit in flight";
-  RunResult ck = RunCairn({"checkpoints", dir / "ck", "--json"});
-  EXPECT_NE(ck.out.find("\"channel_state_bytes\":0,\"final\":true"), std::string::npos) << ck.out;
+  ExpectMoneyConservedToTheEnd(args, dir / "ck", kAccounts, kInitial, env);
 }
 
 TEST(Bank, AlignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToCompletion("aligned"); }
@@ -78,13 +74,7 @@ void RunWithRestores(const std::string& mode, const std::vector<std::string>& en
   std::vector<std::string> args = BankArgs(dir, mode, "30ms");
   args.push_back("--restore");
   args.push_back("latest");
-  KillPlan plan = PacedKillPlan(4, dir / "ck", 30, {"operators.requests.rate=500"}, {"operators.requests.rate=0"});
-  plan.env = env;
-  SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
-  KillRun kr = RunWithKills(args, dir.path(), plan);
-  ASSERT_TRUE(kr.completed);
-  EXPECT_EQ(kr.kills, 4);
-  ExpectEveryCheckpointConservesMoney(dir / "ck", kAccounts, kInitial);
+  ExpectMoneyConservedAcrossKills(args, dir.path(), kAccounts, kInitial, env);
 }
 
 TEST(Bank, MoneyIsConservedAcrossSigkillsAndRestoresAligned) { RunWithRestores("aligned"); }

@@ -27,6 +27,7 @@ struct CrashScenario {
   bool backpressure = false;        // jobs/wordcount-backpressure.yaml with unaligned checkpoints
   std::vector<std::string> sets = {};  // extra --set overrides
   bool during_restore = false;      // crash at checkpoint.committed:3 first, then at the point while restoring
+  const char* job = nullptr;        // another job of jobs/ with the word count's operator ids
 };
 
 // Hits per checkpoint of the word count (parallelism 2, chains source+tokenize and count+sink):
@@ -41,6 +42,8 @@ const CrashScenario kScenarios[] = {
     {"persist.keyed", 3},
     {"persist.shared_listed", 3},
     {"persist.operator_state", 5},
+    // jobs/wordcount-rebalance.yaml: 3 tokenize subtasks close a record per checkpoint.
+    {"rebalance.recording_closed", 5, false, {}, false, "/jobs/wordcount-rebalance.yaml"},
     {"persist.channel_state", 1, true},
     {"metadata.before_commit", 3},
     {"metadata.tmp_written", 3},
@@ -50,6 +53,17 @@ const CrashScenario kScenarios[] = {
     {"retention.cleanup", 2, false, {"checkpoint.retain=1"}},
     {"retention.shared", 2, false, {"checkpoint.retain=1"}},
     {"restore.midway", 1, false, {}, true},
+    // Changelog checkpoints (state.changelog), materialized every 50 ms.
+    {"persist.changelog_written", 3, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
+    {"materialize.staged", 2, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
+};
+
+// The points of the keyed-state protocol again with changelog checkpoints: the SHARED list of
+// a materialization and segments, their collection, and a restore from them.
+const CrashScenario kChangelogScenarios[] = {
+    {"persist.shared_listed", 3, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
+    {"retention.shared", 2, false, {"checkpoint.retain=1", "state.changelog=true", "state.materialize_interval=50ms"}},
+    {"restore.midway", 1, false, {"state.changelog=true", "state.materialize_interval=50ms"}, true},
 };
 
 const CrashScenario* FindScenario(const std::string& point) {
@@ -75,12 +89,9 @@ void CheckpointDirs(const std::string& ck, std::set<uint64_t>* complete, std::se
   }
 }
 
-class CrashPointTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
-  const std::string point = kCrashPoints[GetParam()].name;
-  const CrashScenario* sc = FindScenario(point);
-  ASSERT_NE(sc, nullptr) << "no scenario for crash point " << point << ": add one to kScenarios";
+// Runs the scenario: crash, restart until complete, check the output and the checkpoints left.
+void CrashThenRestore(const CrashScenario* sc) {
+  const std::string point = sc->point;
 
   ScratchDir dir;
   const std::string input = dir / "input.txt";
@@ -91,8 +102,9 @@ TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
   const std::string words = "600000";
   RunResult gen = RunCairn({"generate", "--out", input, "--words", words, "--vocabulary", "2000", "--seed", "17"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  std::vector<std::string> args = {"run", SourceDir() + (sc->backpressure ? "/jobs/wordcount-backpressure.yaml"
-                                                                          : "/jobs/wordcount.yaml"),
+  std::vector<std::string> args = {"run", SourceDir() + (sc->job != nullptr ? sc->job
+                                                         : sc->backpressure ? "/jobs/wordcount-backpressure.yaml"
+                                                                            : "/jobs/wordcount.yaml"),
                                    // Not --quiet: the restore's note names the checkpoint chosen.
                                    "--progress-interval", "1h",
                                    "--set", "operators.source.path=" + input,
@@ -146,6 +158,30 @@ TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
         << "incomplete checkpoint " << name << " left by the crash was not removed";
   }
 }
+
+class CrashPointTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
+  const std::string point = kCrashPoints[GetParam()].name;
+  const CrashScenario* sc = FindScenario(point);
+  ASSERT_NE(sc, nullptr) << "no scenario for crash point " << point << ": add one to kScenarios";
+  CrashThenRestore(sc);
+}
+
+class ChangelogCrashPointTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ChangelogCrashPointTest, CrashThenRestoreLatestGivesExactlyOnceCounts) {
+  CrashThenRestore(&kChangelogScenarios[GetParam()]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Changelog, ChangelogCrashPointTest,
+                         ::testing::Range(0, static_cast<int>(sizeof(kChangelogScenarios) / sizeof(kChangelogScenarios[0]))),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           std::string name = kChangelogScenarios[info.param].point;
+                           for (char& c : name)
+                             if (c == '.') c = '_';
+                           return name;
+                         });
 
 std::string PointName(const ::testing::TestParamInfo<int>& info) {
   std::string name = kCrashPoints[info.param].name;

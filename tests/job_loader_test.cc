@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/runtime/execution_plan.h"
 #include "jobs/job_graph.h"
 #include "jobs/registry.h"
 #include "tests/test_util.h"
@@ -69,7 +70,7 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"UnknownTopKey", Edit("operators:", "jbo: x\noperators:"), {},
        {"t.yaml:2:1: unknown key 'jbo' at top level (known keys: job, parallelism, max_parallelism, checkpoint, restart, state, operators)"}},
       {"UnknownStateKey", Edit("operators:", "state:\n  backnd: heap\noperators:"), {},
-       {"t.yaml:3:3: unknown key 'backnd' in state (known keys: backend, rocksdb)"}},
+       {"t.yaml:3:3: unknown key 'backnd' in state (known keys: backend, changelog, materialize_interval, rocksdb)"}},
       {"BadStateBackend", Edit("operators:", "state:\n  backend: disk\noperators:"), {},
        {"t.yaml:3:12: state.backend must be one of heap, rocksdb, got 'disk'"}},
       {"BadBlockCache", Edit("operators:", "state:\n  rocksdb:\n    block_cache: 64XB\noperators:"), {},
@@ -164,6 +165,12 @@ const std::vector<ErrorCase>& ErrorCases() {
        {},
        {"t.yaml:5:5: operator 'b' is not reachable from any source"}},
 
+      {"RebalanceClosesACycle",
+       "job: wc\noperators:\n  - {id: s, type: generator}\n"
+       "  - {id: a, type: tokenize, inputs: [s, {from: b, partition: rebalance}]}\n  - {id: b, type: tokenize, inputs: a}\n",
+       {},
+       {"t.yaml:4:62: operator 'a' reads input 'b' with partition: rebalance, but that edge closes a cycle"}},
+
       // Parallelism.
       {"ParallelismZero", Edit("type: tokenize", "type: tokenize\n    parallelism: 0"), {},
        {"t.yaml:7:18: parallelism of operator 'tok' must be an integer >= 1, got '0'"}},
@@ -229,8 +236,8 @@ const std::vector<ErrorCase>& ErrorCases() {
         "state.<key>, operators.<id>.<key>)"}},
       {"SetBadStateBackend", kBase, {"state.backend=disk"}, {"--set state.backend: state.backend must be one of heap, rocksdb"}},
       {"SetUnknownStateKey", kBase, {"state.rocksdb.cache=1MB"},
-       {"--set state.rocksdb.cache: unknown key 'cache' in state (known keys: backend, rocksdb.block_cache, "
-        "rocksdb.write_buffer)"}},
+       {"--set state.rocksdb.cache: unknown key 'cache' in state (known keys: backend, changelog, "
+        "materialize_interval, rocksdb.block_cache, rocksdb.write_buffer)"}},
       {"SetUnknownCheckpointKey", kBase, {"checkpoint.intervall=1s"},
        {"--set checkpoint.intervall: unknown key 'intervall' in checkpoint (known keys: interval, mode, dir,"}},
       {"SetCheckpointWithoutKey", kBase, {"checkpoint=1s"}, {"--set checkpoint: expected checkpoint.<key>"}},
@@ -455,6 +462,27 @@ TEST(JobLoader, KeyedEdgeMayChangeParallelism) {
   EXPECT_EQ(spec.Find("cnt")->parallelism, 3u);
 }
 
+TEST(JobLoader, RebalanceInputsMayChangeParallelismAndAreNeverChained) {
+  JobSpec spec = MustLoad("job: j\noperators:\n  - {id: src, type: generator}\n"
+                          "  - {id: tok, type: tokenize, parallelism: 3, inputs: [{from: src, partition: rebalance}]}\n"
+                          "  - {id: tok2, type: tokenize, inputs: [{from: src, partition: forward}]}\n"
+                          "  - {id: out, type: discard_sink, inputs: [{from: tok, partition: rebalance}, tok2]}\n");
+  EXPECT_EQ(spec.Find("tok")->inputs, std::vector<std::string>{"src"});
+  EXPECT_TRUE(spec.Find("tok")->Rebalanced(0));
+  EXPECT_FALSE(spec.Find("tok2")->Rebalanced(0));  // partition: forward is a plain id
+  EXPECT_TRUE(spec.Find("out")->Rebalanced(0));
+  EXPECT_FALSE(spec.Find("out")->Rebalanced(1));
+  ExecutionPlan plan = ExecutionPlan::Build(spec);
+  int rebalance = 0;
+  for (const PlanEdge& e : plan.edges) {
+    if (!e.rebalance) continue;
+    ++rebalance;
+    EXPECT_FALSE(e.hash);
+    EXPECT_NE(plan.ChainName(spec, e.to_chain).find(plan.ChainName(spec, e.from_chain)), 0u);  // not chained
+  }
+  EXPECT_EQ(rebalance, 2);
+}
+
 TEST(JobLoader, FindCycle) {
   auto op = [](std::string id, std::vector<std::string> inputs) {
     OperatorConfig c;
@@ -482,8 +510,12 @@ TEST(JobLoader, SetOnEveryKindOfPath) {
                                      "state.backend=rocksdb",
                                      "state.rocksdb.block_cache=1MB",
                                      "state.rocksdb.write_buffer=128KB",
+                                     "state.changelog=true",
+                                     "state.materialize_interval=2s",
                                  });
   EXPECT_EQ(spec.state.kind, StateBackendOptions::Kind::kRocksDb);  // state: was absent, --set made it
+  EXPECT_TRUE(spec.state.changelog);
+  EXPECT_EQ(spec.state.materialize_interval_ms, 2000u);
   EXPECT_EQ(spec.state.block_cache, 1u << 20);
   EXPECT_EQ(spec.state.write_buffer, 128u << 10);
   EXPECT_EQ(spec.name, "renamed");
@@ -718,6 +750,7 @@ TEST(JobLoaderDocs, EveryKeyIsDocumented) {
                           "`checkpoint.min_pause`", "`checkpoint.max_concurrent`", "`checkpoint.tolerable_failures`",
                           "`checkpoint.retain`", "`checkpoint.aligned_timeout`", "`checkpoint.history`",
                           "`checkpoint.max_feedback_backlog`", "`checkpoint.max_drain_checkpoints`", "`state`", "`state.backend`",
+                          "`state.changelog`", "`state.materialize_interval`",
                           "`state.rocksdb.block_cache`", "`state.rocksdb.write_buffer`", "`id`", "`type`", "`inputs`",
                           "`key_by`", "`watermark`", "`watermark.field`", "`watermark.max_out_of_orderness`",
                           "`watermark.idle_timeout`", "`--set"}) {

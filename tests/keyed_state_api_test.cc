@@ -15,6 +15,7 @@
 #include "state/heap_keyed_state.h"
 #include "state/keyed_state_api.h"
 #include "state/rocksdb_state_store.h"
+#include "state/changelog_segment.h"
 #include "state/shared_files.h"
 #include "state/state_backend.h"
 #include "tests/test_util.h"
@@ -32,6 +33,16 @@ const KeyGroupRange kAll{0, kMaxP - 1};
 using Kind = StateBackendOptions::Kind;
 
 std::string KindName(Kind k) { return k == Kind::kHeap ? "heap" : "rocksdb"; }
+
+// A backend and whether it writes changelog checkpoints (state.changelog, the heap backend's).
+// Materialized every millisecond, so that materializations race with the checkpoints.
+struct Mode {
+  Kind kind;
+  bool changelog = false;
+  uint64_t materialize_ms = 1;
+  Mode(Kind k, bool c = false, uint64_t ms = 1) : kind(k), changelog(c), materialize_ms(ms) {}  // NOLINT: a Kind is a mode
+};
+std::string ModeName(const Mode& m) { return KindName(m.kind) + (m.changelog ? "_changelog" : ""); }
 
 // A point in 2D, with a user Serializer (how a job adds its own value type).
 struct Point {
@@ -75,22 +86,24 @@ struct Subtask {
   }
 };
 
-StateBackendOptions Options(Kind kind, const std::string& root) {
+StateBackendOptions Options(Mode mode, const std::string& root) {
   StateBackendOptions o;
-  o.kind = kind;
+  o.kind = mode.kind;
+  o.changelog = mode.changelog;
+  o.materialize_interval_ms = mode.materialize_ms;
   o.block_cache = 1 << 20;
   o.write_buffer = 1 << 20;
   if (!root.empty()) o.shared_dir = SharedDir(root);
   return o;
 }
 
-void Create(Kind kind, const std::string& root, const std::string& work, KeyGroupRange range, Subtask* out) {
+void Create(Mode kind, const std::string& root, const std::string& work, KeyGroupRange range, Subtask* out) {
   auto backend = NewStateBackend(Options(kind, root));
   Status st = backend->CreateKeyed(work, kMaxP, range, &out->s);
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
-void Restore(Kind kind, const std::string& root, const std::vector<KeyedSnapshotHandle>& snaps, const std::string& work,
+void Restore(Mode kind, const std::string& root, const std::vector<KeyedSnapshotHandle>& snaps, const std::string& work,
              KeyGroupRange range, Subtask* out) {
   auto backend = NewStateBackend(Options(kind, root));
   Status st = backend->RestoreKeyed(snaps, work, kMaxP, range, &out->s);
@@ -107,7 +120,7 @@ std::map<std::string, std::string> ReadAll(const std::string& dir) {
   return all;
 }
 
-class KeyedStateApiTest : public ::testing::TestWithParam<Kind> {
+class KeyedStateApiTest : public ::testing::TestWithParam<Mode> {
  protected:
   void SetUp() override { Create(GetParam(), root(), dir_ / "work/op-0", kAll, &sub_); }
   std::string root() const { return dir_ / "ck"; }
@@ -234,7 +247,7 @@ TEST_P(KeyedStateApiTest, SeveralNamedStatesSideBySideAndTheDefaultOne) {
   EXPECT_EQ(t, 1);
   EXPECT_EQ(p, 1.5);
   EXPECT_EQ(d, 42);
-  if (GetParam() == Kind::kHeap) {  // the default state is the fast table
+  if (GetParam().kind == Kind::kHeap) {  // the default state is the fast table
     int64_t fast = 0;
     ASSERT_TRUE(sub_.s.int64->Get("k", &fast));
     EXPECT_EQ(fast, 42);
@@ -299,10 +312,10 @@ TEST_P(KeyedStateApiTest, SnapshotRestoreRoundTripOfEveryKindOnBothBackends) {
   sub_.Checkpoint(chk(2));
   def->Put("key5", 999);  // after the last checkpoint: not in it
 
-  for (Kind into : {Kind::kHeap, Kind::kRocksDb}) {
-    SCOPED_TRACE("restored into " + KindName(into));
+  for (Mode into : {Mode(Kind::kHeap), Mode(Kind::kRocksDb), Mode(Kind::kHeap, true)}) {
+    SCOPED_TRACE("restored into " + ModeName(into));
     Subtask r;
-    Restore(into, root(), {{chk(2), kAll}}, dir_ / ("restored-" + KindName(into) + "/op-0"), kAll, &r);
+    Restore(into, root(), {{chk(2), kAll}}, dir_ / ("restored-" + ModeName(into) + "/op-0"), kAll, &r);
     ValueState<int64_t>* rdef;
     ValueState<std::string>* rv;
     MapState<std::string, int64_t>* rm;
@@ -335,8 +348,8 @@ TEST_P(KeyedStateApiTest, SnapshotRestoreRoundTripOfEveryKindOnBothBackends) {
     EXPECT_TRUE(r.keyed()->GetValueState("v", &wrong).IsInvalidArgument());
     // The restored state keeps working, and checkpoints again.
     rdef->Put("key0", 7);
-    r.Checkpoint(dir_ / ("again-" + KindName(into) + "/keyed"));
-    auto all = ReadAll(dir_ / ("again-" + KindName(into) + "/keyed"));
+    r.Checkpoint(dir_ / ("again-" + ModeName(into) + "/keyed"));
+    auto all = ReadAll(dir_ / ("again-" + ModeName(into) + "/keyed"));
     EXPECT_EQ(all.count("value/int64/|key0|"), 1u);
   }
 }
@@ -404,8 +417,8 @@ TEST_P(KeyedStateApiTest, RescaleSplitsEveryStateByKeyGroup) {
   }
   ASSERT_EQ(expected.size(), 400u);
   for (uint32_t p : {1u, 3u}) {
-    for (Kind into : {Kind::kHeap, Kind::kRocksDb}) {
-      SCOPED_TRACE("parallelism " + std::to_string(p) + " into " + KindName(into));
+    for (Mode into : {Mode(Kind::kHeap), Mode(Kind::kRocksDb), Mode(Kind::kHeap, true)}) {
+      SCOPED_TRACE("parallelism " + std::to_string(p) + " into " + ModeName(into));
       size_t seen = 0;
       for (uint32_t j = 0; j < p; ++j) {
         const KeyGroupRange range = KeyGroupRange::ForSubtask(j, kMaxP, p);
@@ -413,7 +426,7 @@ TEST_P(KeyedStateApiTest, RescaleSplitsEveryStateByKeyGroup) {
         for (const auto& h : snaps)
           if (h.key_groups.Overlaps(range)) mine.push_back(h);
         Subtask r;
-        Restore(into, root(), mine, dir_ / ("p" + std::to_string(p) + KindName(into) + "/op-" + std::to_string(j)),
+        Restore(into, root(), mine, dir_ / ("p" + std::to_string(p) + ModeName(into) + "/op-" + std::to_string(j)),
                 range, &r);
         ValueState<int64_t>* def;
         MapState<std::string, int64_t>* m;
@@ -440,10 +453,11 @@ TEST_P(KeyedStateApiTest, RescaleSplitsEveryStateByKeyGroup) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, KeyedStateApiTest, ::testing::Values(Kind::kHeap, Kind::kRocksDb),
-                         [](const ::testing::TestParamInfo<Kind>& info) { return KindName(info.param); });
-INSTANTIATE_TEST_SUITE_P(Backends, HeapKeyedStateApiTest, ::testing::Values(Kind::kHeap),
-                         [](const ::testing::TestParamInfo<Kind>& info) { return KindName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Backends, KeyedStateApiTest,
+                         ::testing::Values(Mode(Kind::kHeap), Mode(Kind::kRocksDb), Mode(Kind::kHeap, true)),
+                         [](const ::testing::TestParamInfo<Mode>& info) { return ModeName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Backends, HeapKeyedStateApiTest, ::testing::Values(Mode(Kind::kHeap), Mode(Kind::kHeap, true)),
+                         [](const ::testing::TestParamInfo<Mode>& info) { return ModeName(info.param); });
 
 // ---- Incremental checkpoints and shared files.
 
@@ -573,6 +587,212 @@ TEST(SharedFilesTest, AfterOlderCheckpointsAreDeletedTheNewestStillRestores) {
     ASSERT_TRUE(rv->Get("k1000", &n));
     EXPECT_EQ(n, 1);
   }
+}
+
+// ---- Changelog checkpoints (state.changelog).
+
+uint32_t GroupOf(const std::string& key) { return KeyGroupOf(KeyHash(key), kMaxP); }
+
+// The changelog segments and the other (materialization) files a keyed snapshot lists.
+void SplitRefs(const std::string& keyed_dir, size_t* segments, size_t* others) {
+  std::vector<SharedFileRef> refs;
+  bool incremental = false;
+  ASSERT_TRUE(ReadSharedList(keyed_dir, &refs, &incremental).ok());
+  *segments = *others = 0;
+  for (const auto& r : refs) ++*(IsChangelogSegmentName(r.name) ? segments : others);
+}
+
+TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadBackTheirState) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
+  const Mode never(Kind::kHeap, true, 3600 * 1000);  // no background materialization in this test
+  Subtask s;
+  Create(never, root, root + "/_work/run-1/op-0", kAll, &s);
+  ValueState<std::string>* v;
+  ListState<int64_t>* l;
+  ASSERT_TRUE(s.keyed()->GetValueState("v", &v).ok());
+  ASSERT_TRUE(s.keyed()->GetListState("l", &l).ok());
+  ValueState<int64_t>* def;
+  ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  for (int i = 0; i < 5000; ++i) {
+    v->Put("key" + std::to_string(i), std::string(50, 'x'));
+    def->Put("key" + std::to_string(i), i);
+  }
+  uint64_t first = 0, second = 0;
+  s.Checkpoint(chk(1), &first);
+  v->Put("key7", "changed");
+  v->Clear("key8");
+  def->Clear("key9");
+  l->Add("key10", 3);
+  s.Checkpoint(chk(2), &second);
+  def->Put("key11", -11);
+  s.Checkpoint(chk(3));
+  // Before any materialization a checkpoint is its segments only, each holding its delta.
+  size_t segments = 0, others = 0;
+  SplitRefs(chk(3), &segments, &others);
+  EXPECT_EQ(segments, 3u);
+  EXPECT_EQ(others, 0u);
+  EXPECT_LT(second * 10, first) << "the second segment holds more than its delta";
+  auto at1 = ReadAll(chk(1));
+  EXPECT_EQ(at1.size(), 10000u);
+  EXPECT_EQ(at1.at("value/string/v|key7|"), std::string(50, 'x'));
+  auto at3 = ReadAll(chk(3));
+  EXPECT_EQ(at3.size(), 10000u - 2 + 1);
+  EXPECT_EQ(at3.at("value/string/v|key7|"), "changed");
+  EXPECT_EQ(at3.count("value/string/v|key8|"), 0u);
+  EXPECT_EQ(at3.count("value/int64/|key9|"), 0u);
+
+  // A restore at the same parallelism rewrites nothing: its first checkpoint lists the
+  // restored checkpoint's segments again, and its own.
+  Subtask r;
+  Restore(never, root, {{chk(3), kAll}}, root + "/_work/run-2/op-0", kAll, &r);
+  ValueState<int64_t>* rdef;
+  ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rdef).ok());
+  int64_t n = 0;
+  ASSERT_TRUE(rdef->Get("key11", &n));
+  EXPECT_EQ(n, -11);
+  EXPECT_FALSE(rdef->Get("key9", &n));
+  rdef->Put("key12", 1200);
+  r.Checkpoint(chk(4));
+  SplitRefs(chk(4), &segments, &others);
+  EXPECT_EQ(segments, 4u);
+  EXPECT_EQ(others, 0u);
+  auto at4 = ReadAll(chk(4));
+  EXPECT_EQ(at4.size(), at3.size());
+  EXPECT_EQ(at4.at("value/int64/|key12|"), std::string("\xb0\x04\0\0\0\0\0\0", 8));
+
+  // A rescaled restore rewrites its key groups into a new database and materializes it: its
+  // checkpoint lists that materialization and one segment.
+  const KeyGroupRange half = KeyGroupRange::ForSubtask(1, kMaxP, 2);
+  Subtask h;
+  Restore(never, root, {{chk(3), kAll}}, root + "/_work/run-2/op-1", half, &h);
+  ValueState<int64_t>* hdef;
+  ASSERT_TRUE(h.keyed()->GetValueState(kDefaultStateName, &hdef).ok());
+  std::string owned;
+  for (int i = 0; owned.empty(); ++i)
+    if (half.Contains(GroupOf("key" + std::to_string(i)))) owned = "key" + std::to_string(i);
+  hdef->Put(owned, -1);
+  const std::string hchk = root + "/chk-4/op-1/keyed";
+  h.Checkpoint(hchk);
+  SplitRefs(hchk, &segments, &others);
+  EXPECT_EQ(segments, 1u);
+  EXPECT_GT(others, 0u);
+  auto half4 = ReadAll(hchk);
+  size_t in_half = 0;
+  for (const auto& [k, val] : at3) {
+    const std::string key = k.substr(k.find('|') + 1, k.rfind('|') - k.find('|') - 1);
+    in_half += half.Contains(GroupOf(key));
+  }
+  EXPECT_EQ(half4.size(), in_half);
+  EXPECT_EQ(half4.at("value/int64/|" + owned + "|"), std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8));
+
+  // Retention keeps checkpoint 4 only: every file it lists stays, the rest go.
+  for (int c = 1; c <= 3; ++c) ASSERT_TRUE(RemoveAll(root + "/chk-" + std::to_string(c)).ok());
+  ASSERT_TRUE(CollectSharedGarbage(root).ok());
+  std::set<std::string> listed = Referenced(chk(4));
+  for (const auto& f : Referenced(hchk)) listed.insert(f);
+  EXPECT_EQ(FilesBelow(SharedDir(root)), listed);
+  EXPECT_EQ(ReadAll(hchk), half4);
+  EXPECT_EQ(ReadAll(chk(4)), at4);
+  // What a savepoint holds of it: one whole database, no SHARED list, the same entries.
+  const std::string full = dir / "savepoint-keyed";
+  Status st = RocksDbStateStore::WriteFullSnapshot(chk(4), full);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_FALSE(PathExists(full + "/SHARED"));
+  EXPECT_EQ(ReadAll(full), at4);
+  // Both other backends restore the changelog checkpoint.
+  for (Kind into : {Kind::kHeap, Kind::kRocksDb}) {
+    Subtask o;
+    Restore(into, root, {{chk(4), kAll}}, root + "/_work/run-3/op-" + KindName(into), kAll, &o);
+    ValueState<int64_t>* ov;
+    ASSERT_TRUE(o.keyed()->GetValueState(kDefaultStateName, &ov).ok());
+    ASSERT_TRUE(ov->Get("key12", &n));
+    EXPECT_EQ(n, 1200);
+  }
+}
+
+TEST(ChangelogTest, EveryCheckpointReadsBackItsStateWhileMaterializationsRunBetweenThem) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
+  Subtask s;
+  Create(Mode(Kind::kHeap, true, 1), root, root + "/_work/run-1/op-0", kAll, &s);
+  ValueState<int64_t>* def;
+  MapState<std::string, int64_t>* m;
+  ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  ASSERT_TRUE(s.keyed()->GetMapState("m", &m).ok());
+  std::map<std::string, int64_t> model, map_model;
+  uint64_t x = 88172645463325252ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (int c = 1; c <= 30; ++c) {
+    for (int i = 0; i < 300; ++i) {
+      const std::string k = "k" + std::to_string(next() % 2000);
+      if (next() % 5 == 0) {
+        def->Clear(k);
+        model.erase(k);
+        m->Remove(k, "u");
+        map_model.erase(k);
+      } else {
+        const int64_t val = static_cast<int64_t>(next() % 1000);
+        def->Put(k, val);
+        model[k] = val;
+        m->Put(k, "u", -val);
+        map_model[k] = -val;
+      }
+    }
+    s.Checkpoint(chk(c));
+    std::map<std::string, int64_t> got, got_map;
+    Status st = NewStateBackend(StateBackendOptions{})->ReadStates(chk(c), [&](const StateEntry& e) {
+      int64_t val = 0;
+      ASSERT_TRUE(Serializer<int64_t>::Read(e.value, &val));
+      (e.state->name.empty() ? got : got_map)[std::string(e.key)] = val;
+    });
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_EQ(got, model) << "checkpoint " << c;
+    ASSERT_EQ(got_map, map_model) << "checkpoint " << c;
+    // Retention keeps the newest two.
+    if (c > 2) {
+      ASSERT_TRUE(RemoveAll(root + "/chk-" + std::to_string(c - 2)).ok());
+    }
+    ASSERT_TRUE(CollectSharedGarbage(root).ok());
+  }
+  std::set<std::string> referenced = Referenced(chk(29));
+  for (const auto& f : Referenced(chk(30))) referenced.insert(f);
+  EXPECT_EQ(FilesBelow(SharedDir(root)), referenced);
+}
+
+TEST(ChangelogTest, ADamagedSegmentIsCorruptionNamingItAndTheRestoreLeavesNothing) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  const std::string keyed = root + "/chk-1/op-0/keyed";
+  Subtask s;
+  Create(Mode(Kind::kHeap, true, 3600 * 1000), root, root + "/_work/run-1/op-0", kAll, &s);
+  ValueState<int64_t>* def;
+  ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  def->Put("a", 1);
+  s.Checkpoint(keyed);
+  std::vector<SharedFileRef> refs;
+  bool incremental = false;
+  ASSERT_TRUE(ReadSharedList(keyed, &refs, &incremental).ok());
+  ASSERT_EQ(refs.size(), 1u);
+  std::string bytes = ReadText(refs[0].path);
+  bytes[bytes.size() / 2] ^= 0x55;
+  ASSERT_TRUE(RemoveAll(refs[0].path).ok());  // a new inode: the local copy stays intact
+  WriteText(refs[0].path, bytes);
+  Status st = NewStateBackend(StateBackendOptions{})->ReadStates(keyed, [](const StateEntry&) {});
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_THAT(st.message(), ::testing::HasSubstr(refs[0].path));
+  KeyedSubtaskState out;
+  const std::string work = root + "/_work/run-2/op-0";
+  st = NewStateBackend(Options(Mode(Kind::kHeap, true), root))->RestoreKeyed({{keyed, kAll}}, work, kMaxP, kAll, &out);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_FALSE(PathExists(work));
 }
 
 }  // namespace

@@ -242,6 +242,37 @@ TEST(KeyedStateTest, LoadEntryDoesNotMarkDirty) {
   EXPECT_EQ(d.at("loaded-123").second, 124);
 }
 
+TEST(KeyedStateTest, ReserveBeforeAndAfterEntriesKeepsEveryEntryFindable) {
+  auto s = MakeState();
+  s.Reserve(40000);  // empty: sized at once
+  for (int i = 0; i < 30000; ++i) s.LoadEntry("r-" + std::to_string(i), i);
+  s.Reserve(100000);  // not empty: grown with the entries rehashed
+  s.Reserve(10);      // room enough: nothing changes
+  for (int i = 30000; i < 60000; ++i) s.LoadEntry("r-" + std::to_string(i), i);
+  EXPECT_EQ(s.size(), 60000u);
+  for (int i = 0; i < 60000; i += 997) {
+    int64_t v = -1;
+    ASSERT_TRUE(s.Get("r-" + std::to_string(i), &v)) << i;
+    EXPECT_EQ(v, i);
+  }
+  EXPECT_TRUE(s.TakeDelta()->entries.empty());
+}
+
+// The delta of a table most of whose entries changed is taken by a scan in slot order: the
+// same entries, each once.
+TEST(KeyedStateTest, DeltaOfAMostlyChangedTableHoldsEachChangedKeyOnce) {
+  auto s = MakeState();
+  for (int i = 0; i < 20000; ++i) s.LoadEntry("k-" + std::to_string(i), i);
+  for (int i = 0; i < 20000; i += 2) s.Add("k-" + std::to_string(i), 1);
+  auto delta = s.TakeDelta();
+  EXPECT_EQ(delta->entries.size(), 10000u);
+  auto d = DeltaMap(*delta);
+  ASSERT_EQ(d.size(), 10000u);
+  EXPECT_EQ(d.at("k-0").second, 1);
+  EXPECT_EQ(d.at("k-19998").second, 19999);
+  EXPECT_EQ(d.count("k-1"), 0u);
+}
+
 TEST(KeyedStateTest, DeltaIsIndependentOfLaterChanges) {
   auto s = MakeState();
   s.Add("x", 1);

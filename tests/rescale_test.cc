@@ -770,7 +770,7 @@ TEST(RescaleEndToEnd, InFlightRecordsOfAnEdgeTheJobNoLongerHasAreRefusedAndNothi
 // With `backpressure`, jobs/wordcount-backpressure.yaml instead (a throttle on a forward edge
 // after count), killed only after checkpoints that hold in-flight records: the forward edge's
 // and the hash edge's channel state are redistributed.
-void WordCountRescales(const std::string& mode, bool backpressure = false) {
+void WordCountRescales(const std::string& mode, bool backpressure = false, const std::vector<std::string>& sets = {}) {
   ScratchDir dir;
   const std::string input = dir / "in.txt";
   RunResult g = RunCairn({"generate", "--out", input, "--words", "60000", "--words-per-line", "6", "--vocabulary", "500"});
@@ -784,6 +784,7 @@ void WordCountRescales(const std::string& mode, bool backpressure = false) {
                                    "--set", "operators.source.rate=300",  // 3600 words/s: 16 s for the input
                                    "--set", "operators.sink.path=" + dir / "out"};
   if (backpressure) args = With(args, {"--set", "operators.throttle.rate=15000"});
+  for (const std::string& set : sets) args = With(args, {"--set", set});
   // The first run starts fresh (a restore without a checkpoint is exit 2); the others resume.
   const std::vector<std::string> fresh = args;
   args = With(args, {"--restore", "latest"});
@@ -817,6 +818,10 @@ void WordCountRescales(const std::string& mode, bool backpressure = false) {
 TEST(RescaleEndToEnd, WordCountUnaligned2To3To1IsExactlyOnce) { WordCountRescales("unaligned"); }
 
 TEST(RescaleEndToEnd, WordCountAligned2To3To1IsExactlyOnce) { WordCountRescales("aligned"); }
+
+TEST(RescaleEndToEnd, WordCountChangelogCheckpoints2To3To1IsExactlyOnce) {
+  WordCountRescales("aligned", false, {"state.changelog=true", "state.materialize_interval=100ms"});
+}
 
 TEST(RescaleEndToEnd, WordCountBackpressureUnaligned2To3To1WithInFlightRecordsIsExactlyOnce) {
   WordCountRescales("unaligned", true);

@@ -66,14 +66,18 @@ std::map<std::string, int64_t> DumpedCounts(const std::string& ck) {
   return counts;
 }
 
-TEST(RocksDbBackendE2E, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
+// The word count on a generated input (`seed`), with `extra` arguments, killed 4 times (the
+// killed runs with `killed` overrides, the completing one with `last`): the committed output
+// and the dumped state are exactly-once, and shared/ holds exactly the files the checkpoints on
+// disk list, none missing.
+void KillFourTimesThenCheck(const std::string& seed, const std::vector<std::string>& extra,
+                            const std::vector<std::string>& killed, const std::vector<std::string>& last) {
   ScratchDir dir;
   const std::string input = dir / "input.txt";
-  ASSERT_EQ(RunCairn({"generate", "--out", input, "--words", "600000", "--vocabulary", "3000", "--seed", "11"}).exit_code, 0);
+  ASSERT_EQ(RunCairn({"generate", "--out", input, "--words", "600000", "--vocabulary", "3000", "--seed", seed}).exit_code, 0);
   std::vector<std::string> args = WordCountArgs(dir, input);
-  args.insert(args.end(), {"--set", "state.backend=rocksdb"});
-  // The killed runs read 250 lines/s per subtask (120 s for the input): none ends before its kill.
-  KillPlan plan = PacedKillPlan(4, dir / "ck", 50, {"operators.source.rate=250"}, {"operators.source.rate=0"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  KillPlan plan = PacedKillPlan(4, dir / "ck", 50, killed, last);
   SCOPED_TRACE("kill seed " + std::to_string(plan.seed));
   KillRun kr = RunWithKills(args, dir.path(), plan);
   ASSERT_TRUE(kr.completed);
@@ -81,11 +85,25 @@ TEST(RocksDbBackendE2E, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
   const auto expected = ExpectedCounts(input);
   ExpectExactlyOnce(dir / "out", expected);
   EXPECT_EQ(DumpedCounts(dir / "ck"), expected);
-  // No shared file is left that no checkpoint references, and none referenced is missing.
   std::set<std::string> on_disk, referenced;
   SharedFiles(dir / "ck", &on_disk, &referenced);
   EXPECT_FALSE(referenced.empty());
   EXPECT_EQ(on_disk, referenced);
+}
+
+TEST(RocksDbBackendE2E, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
+  // The killed runs read 250 lines/s per subtask (120 s for the input): none ends before its kill.
+  KillFourTimesThenCheck("11", {"--set", "state.backend=rocksdb"}, {"operators.source.rate=250"},
+                         {"operators.source.rate=0"});
+}
+
+// The heap backend with changelog checkpoints (materialized every 100 ms, so that checkpoints
+// list materializations and segments both); the last run restores the changelog checkpoint
+// into the heap backend without changelog.
+TEST(ChangelogE2E, RandomSigkillsThenRestoreLatestGiveExactlyOnceCounts) {
+  KillFourTimesThenCheck("13", {},
+                         {"operators.source.rate=250", "state.changelog=true", "state.materialize_interval=100ms"},
+                         {"operators.source.rate=0", "state.changelog=false"});
 }
 
 // Killed runs on one backend, the last run on the other: each restore crosses backends once

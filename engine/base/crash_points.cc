@@ -13,8 +13,10 @@ const CrashPointInfo kCrashPoints[] = {
     {"source.barrier_injected", "a source forwarded a checkpoint barrier"},
     {"task.sync_snapshot", "a task took the synchronous part of its snapshot"},
     {"persist.keyed", "asynchronous persist: before keyed state is written to RocksDB"},
+    {"persist.changelog_written", "asynchronous persist (state.changelog): the delta's changelog segment written, not yet listed"},
     {"persist.shared_listed", "asynchronous persist: a keyed snapshot's SHARED list written, its new shared files not yet"},
     {"persist.operator_state", "asynchronous persist: keyed state written, operator state not yet"},
+    {"rebalance.recording_closed", "a consumer's record of a load-balanced edge for a checkpoint closed (Mattern's counts matched), its persist not yet handed over"},
     {"persist.channel_state", "asynchronous persist: before the channel state of an unaligned checkpoint is written"},
     {"metadata.before_commit", "all tasks acknowledged; _metadata not yet written"},
     {"metadata.tmp_written", "_metadata.tmp written and fsynced; not yet renamed to _metadata"},
@@ -23,6 +25,7 @@ const CrashPointInfo kCrashPoints[] = {
     {"sink.commit", "the file sink renamed its first pending file of a completed checkpoint, not yet the rest"},
     {"retention.cleanup", "retention removed an old checkpoint's _metadata, not yet its state files"},
     {"retention.shared", "the collection of shared files deleted one unreferenced file, not yet the others"},
+    {"materialize.staged", "state.changelog: a background materialization staged, no checkpoint lists it yet"},
     {"restore.midway", "restore rebuilt the first keyed subtask's working state, not yet the others"},
 };
 const int kNumCrashPoints = sizeof(kCrashPoints) / sizeof(kCrashPoints[0]);

@@ -147,7 +147,12 @@ void BarrierHandler::TakeAligned(const Barrier& b, int64_t alignment_ms) {
 }
 
 bool BarrierHandler::RecordFeedback(const Barrier& b) {
-  auto open = [&](size_t i) { return gate_->feedback(i) && barrier_done_[i] < b.id && !gate_->end_of_stream(i); };
+  // Feedback channels whose barrier has not come around, and rebalance slots (their batches of
+  // older colours still to come are recorded; engine/checkpoint/channel_state_recorder.h).
+  auto open = [&](size_t i) {
+    if (gate_->end_of_stream(i)) return false;
+    return gate_->rebalance(i) != nullptr || (gate_->feedback(i) && barrier_done_[i] < b.id);
+  };
   barrier_done_.resize(gate_->size());
   bool any = false;
   for (size_t i = 0; i < gate_->size(); ++i) any |= open(i);
@@ -177,7 +182,7 @@ void BarrierHandler::TakeUnaligned(const Barrier& b, SubtaskCheckpointMode mode,
   t.channel_state_pending = true;
   gate_->UnblockAll();
   last_snapshot_ = b.id;
-  recorder_->Start(b.id, std::move(ends));
+  recorder_->Start(b.id, std::move(ends), /*read_ahead=*/true);
   recorder_->Advance(b.id);
   triggered_ = t;
 }

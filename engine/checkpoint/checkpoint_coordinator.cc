@@ -21,6 +21,8 @@ const char* CheckpointFailureMessage(CheckpointFailureReason r) {
     case CheckpointFailureReason::kMetadataWriteFailed: return "the checkpoint metadata could not be written";
     case CheckpointFailureReason::kSavepointWriteFailed: return "the savepoint could not be written";
     case CheckpointFailureReason::kJobEnded: return "the job ended before the checkpoint completed";
+    case CheckpointFailureReason::kUncountedInFlight:
+      return "the batches in flight on a load-balanced edge were not all received";
   }
   return "?";
 }
@@ -282,10 +284,31 @@ void CheckpointCoordinator::OnAck(TaskAck ack) {
   if (ack.mode == SubtaskCheckpointMode::kAlignedThenUnaligned) p.mode = ack.mode;
   if (ack.task >= 0 && static_cast<size_t>(ack.task) < p.acked.size()) p.acked[ack.task] = true;
   for (auto& h : ack.handles) p.handles.push_back(std::move(h));
+  for (const RebalanceCount& c : ack.rebalance_counts) {
+    auto& [sent, received] = p.rebalance[c.edge];
+    sent += c.sent;
+    received += c.received_before + c.received_after;
+  }
   if (++p.acks < tasks_.size()) return;
+  if (std::string why = RebalanceMismatch(p); !why.empty()) {
+    Fail(ack.id, CheckpointFailureReason::kUncountedInFlight, why);
+    return;
+  }
   Pending done = std::move(p);
   pending_.erase(it);
   Complete(std::move(done));
+}
+
+std::string CheckpointCoordinator::RebalanceMismatch(const Pending& p) {
+  // Each consumer closed its recording only once the edge's counts matched, so this holds by
+  // construction; checked here all the same, since a recording short of a batch loses it.
+  std::string why;
+  for (const auto& [edge, counts] : p.rebalance)
+    if (counts.first != counts.second)
+      why += (why.empty() ? "" : "; ") + std::string("load-balanced edge ") + edge + ": " +
+             std::to_string(counts.first) + " batches sent before the producers' snapshots, " +
+             std::to_string(counts.second) + " received by the consumers";
+  return why;
 }
 
 void CheckpointCoordinator::Complete(Pending p) {

@@ -56,6 +56,7 @@ enum class CheckpointFailureReason {
   kMetadataWriteFailed,  // the commit point could not be written
   kSavepointWriteFailed, // the checkpoint committed, but its savepoint copy could not be written
   kJobEnded,             // the job ended (or was cancelled) before the checkpoint completed
+  kUncountedInFlight,    // a load-balanced edge's counts do not add up (Mattern's termination)
 };
 const char* CheckpointFailureMessage(CheckpointFailureReason r);
 
@@ -165,7 +166,13 @@ class CheckpointCoordinator {
     SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;
     std::vector<SubtaskStateHandle> handles;
     std::vector<SavepointRequest> savepoints;  // taken with this checkpoint
+    // Load-balanced edge -> (items sent before the producers' snapshots, items of an older
+    // colour received by the consumers), summed over the acknowledgements.
+    std::map<std::string, std::pair<uint64_t, uint64_t>> rebalance;
   };
+  // Mattern's termination: "" when every load-balanced edge received what was sent before the
+  // snapshots; otherwise what does not add up.
+  static std::string RebalanceMismatch(const Pending& p);
   struct Event {
     enum class Kind { kAck, kSourceFinished, kSavepoint } kind;
     TaskAck ack;

@@ -47,6 +47,7 @@ struct PersistJob {
   std::vector<SnapshotPart> parts;        // parts[0] is the chain head
   SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;  // how this subtask took it
   std::unique_ptr<ChannelStateRecords> channel_state;  // unaligned: the head's input channels
+  std::vector<RebalanceCount> rebalance_counts;  // Mattern's counts of the load-balanced edges
 };
 
 // One channel's in-flight records as read back from a checkpoint.
@@ -69,6 +70,9 @@ struct TaskAck {
   Status status;
   std::vector<SubtaskStateHandle> handles;
   SubtaskCheckpointMode mode = SubtaskCheckpointMode::kAligned;  // how this subtask took it
+  // Per load-balanced edge this subtask produces or consumes: its Mattern counts (the
+  // coordinator completes the checkpoint only when, summed over the edge, sent == received).
+  std::vector<RebalanceCount> rebalance_counts;
 };
 
 }  // namespace cairn

@@ -49,8 +49,26 @@ GateEvent CheckpointedInputGate::TakeStash() {
   ev.slot = slot;
   ev.input_index = gate_.inputs()[slot].input_index;
   ev.channel = gate_.inputs()[slot].channel;
+  ev.rebalance = gate_.rebalance(slot);
   ev.batch = gate_.TakeStash();
   return ev;
+}
+
+GateEvent CheckpointedInputGate::RebalanceBarrier(size_t slot, const Barrier& b) {
+  // A load-balanced edge's barrier of an unaligned checkpoint: as if it overtook the data.
+  PriorityEvent pe;
+  pe.kind = PriorityEvent::Kind::kUnalignedBarrier;
+  pe.barrier = b;
+  pe.position = gate_.consumed(slot);
+  return Checkpoint(handler_.OnPriorityEvent(slot, pe));
+}
+
+bool CheckpointedInputGate::HasPriorityWork() const {
+  if (handler_.has_deferred() || gate_.HasPriorityWork() || recorder_.RebalanceClosable()) return true;
+  Barrier b;
+  for (size_t i = 0; i < gate_.size(); ++i)
+    if (gate_.rebalance(i) != nullptr && gate_.EagerRebalanceBarrier(i, &b)) return true;
+  return false;
 }
 
 GateEvent CheckpointedInputGate::PollPriority() {
@@ -60,6 +78,12 @@ GateEvent CheckpointedInputGate::PollPriority() {
   for (size_t i = 0; i < gate_.size(); ++i) {
     ev = DrainPriority(i);
     if (ev.kind != GateEvent::Kind::kNone) return ev;
+    Barrier b;
+    if (gate_.rebalance(i) != nullptr && gate_.EagerRebalanceBarrier(i, &b)) {
+      gate_.RebalanceBarrierReported(i, b.id);
+      ev = RebalanceBarrier(i, b);
+      if (ev.kind != GateEvent::Kind::kNone) return ev;
+    }
   }
   return Checkpoint(handler_.OnTimer());
 }
@@ -78,7 +102,11 @@ GateEvent CheckpointedInputGate::Poll() {
       case InputGate::Read::kBatch:
         return TakeStash();
       case InputGate::Read::kBarrier:
-        ev = Checkpoint(handler_.OnBarrier(slot, barrier));
+        if (gate_.rebalance(slot) != nullptr && barrier.mode == CheckpointMode::kUnaligned) {
+          ev = RebalanceBarrier(slot, barrier);
+        } else {
+          ev = Checkpoint(handler_.OnBarrier(slot, barrier));
+        }
         break;
       case InputGate::Read::kWatermark:
         ev.kind = GateEvent::Kind::kWatermark;

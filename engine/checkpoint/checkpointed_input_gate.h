@@ -29,6 +29,7 @@ struct GateEvent {
   int input_index = 0;                 // kBatch
   size_t slot = 0;                     // kBatch: the channel's index in the gate
   Channel* channel = nullptr;          // kBatch: where to recycle the batch
+  RebalanceQueue* rebalance = nullptr; // kBatch from a load-balanced edge: where to recycle it instead
   std::unique_ptr<RecordBatch> batch;  // kBatch
   Barrier barrier;                     // kCheckpoint
   int64_t alignment_ms = 0;            // kCheckpoint: first barrier to snapshot
@@ -62,9 +63,10 @@ class CheckpointedInputGate {
 
   bool empty() const { return gate_.empty(); }
   // True when Poll may have something: data on a readable channel, a priority event, a stash.
-  bool HasWork() const { return handler_.has_deferred() || gate_.HasWork(); }
-  // True when a priority event or an overtaken event waits (what PollPriority would look at).
-  bool HasPriorityWork() const { return handler_.has_deferred() || gate_.HasPriorityWork(); }
+  bool HasWork() const { return HasPriorityWork() || gate_.HasWork(); }
+  // True when a priority event or an overtaken event waits, a rebalance recording can close, or
+  // a load-balanced edge has an unaligned barrier (what PollPriority would look at).
+  bool HasPriorityWork() const;
   // When a pending aligned checkpoint would time out (time_point::max() when none).
   Clock::time_point NextDeadline() const { return handler_.NextDeadline(); }
   const std::vector<GateInput>& inputs() const { return gate_.inputs(); }
@@ -76,6 +78,7 @@ class CheckpointedInputGate {
   GateEvent DrainPriority(size_t slot);
   static GateEvent Checkpoint(std::optional<CheckpointTrigger> t);
   GateEvent FinishedRecording();
+  GateEvent RebalanceBarrier(size_t slot, const Barrier& b);
 
   InputGate gate_;
   ChannelStateRecorder recorder_;

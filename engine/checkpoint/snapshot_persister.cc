@@ -209,6 +209,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
     }
   }
   ack.mode = job.mode;
+  ack.rebalance_counts = std::move(job.rebalance_counts);
   int64_t async_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (ack.status.ok()) {

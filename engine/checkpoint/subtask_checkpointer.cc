@@ -58,6 +58,7 @@ bool SubtaskCheckpointer::Checkpoint(const Barrier& b, SubtaskCheckpointMode mod
   job->task = task_;
   job->alignment_ms = alignment_ms;
   job->mode = mode;
+  job->rebalance_counts = out_->RebalanceCounts(b.id);  // as the barrier recoloured them
   snapshot_chain_(b, job.get());
   job->sync_ms = MillisSince(start);
   CAIRN_CRASH_POINT("task.sync_snapshot");
@@ -70,6 +71,7 @@ bool SubtaskCheckpointer::Checkpoint(const Barrier& b, SubtaskCheckpointMode mod
 void SubtaskCheckpointer::OnChannelStateDone(std::unique_ptr<ChannelStateRecords> cs) {
   auto it = waiting_.find(cs->id);
   if (it == waiting_.end()) return;
+  for (RebalanceCount& c : cs->rebalance_counts) it->second.job->rebalance_counts.push_back(std::move(c));
   it->second.job->channel_state = std::move(cs);
   it->second.ready = true;
   SubmitReadyJobs();

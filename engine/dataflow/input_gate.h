@@ -20,17 +20,30 @@
 // are read. Feedback channels (they close a cycle) do not count towards the end of input or end
 // of stream, nor as open channels.
 //
+// Rebalance slots (engine/dataflow/rebalance_queue.h): a slot reading a load-balanced edge's
+// shared queue. Its batches carry colours; the slot turns them into the edge's barriers for
+// this consumer, in checkpoint order: a batch of a newer colour than the slot's last barrier is
+// held while the barriers up to its colour are reported (kBarrier; the handler may block the
+// slot, as for a channel), then delivered; with nothing to read, a checkpoint every producer
+// snapshotted is reported as a barrier too (an idle consumer must snapshot as well). Its end of
+// input comes once every producer ended its input and the queue is empty, after the barriers
+// of the checkpoints a producer took before its end of input and before the later ones; its end
+// of stream once every producer ended the stream. It has no watermarks (records come out of
+// order): it holds the input watermark at its minimum until its end of input.
+//
 // Contract: used by the task thread only; nothing here blocks. Channels are owned by the runner
 // and outlive the gate.
 #pragma once
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/dataflow/channel.h"
+#include "engine/dataflow/rebalance_queue.h"
 #include "engine/dataflow/watermark_tracker.h"
 
 namespace cairn {
@@ -39,6 +52,9 @@ struct GateInput {
   Channel* channel;
   int input_index;        // which of the head operator's logical inputs this channel feeds
   bool feedback = false;  // closes a cycle: not counted for end of input/stream or as open
+  // A load-balanced edge: the slot reads this shared queue; `channel` is only its stand-in
+  // (name, schema, an always empty priority lane). See "Rebalance slots" above.
+  RebalanceQueue* rebalance = nullptr;
 };
 
 class InputGate {
@@ -104,6 +120,38 @@ class InputGate {
   uint64_t consumed(size_t slot) const { return state_[slot].consumed; }
   uint64_t received(size_t slot) const { return state_[slot].received; }
   bool feedback(size_t slot) const { return inputs_[slot].feedback; }
+  RebalanceQueue* rebalance(size_t slot) const { return inputs_[slot].rebalance; }
+  // Rebalance slots: items of a colour below `id` this subtask processed completely.
+  uint64_t DeliveredBelow(size_t slot, CheckpointId id) const;
+  // Rebalance slots: the colour of the batch in progress (or in the stash, before TakeStash),
+  // and whether it was counted already (read ahead into a record: Delivered when read).
+  CheckpointId in_progress_colour() const { return in_progress_colour_; }
+  bool in_progress_counted() const { return in_progress_counted_; }
+  // Rebalance slots: items taken off the shared queue but not delivered yet, oldest first.
+  struct AheadItem {
+    std::unique_ptr<RecordBatch> batch;
+    CheckpointId colour = 0;
+    bool counted = false;  // Delivered (local and edge counts) already: recorded when read ahead
+    bool restored = false; // from the restored lane: not released to the queue
+  };
+  std::deque<AheadItem>& rebalance_ahead(size_t slot) { return state_[slot].ahead; }
+  // Takes the next item off rebalance slot `slot`'s queue into its list, if fewer than `limit`
+  // wait there (a recorder reading ahead); null when none. Asks nothing of the producers.
+  AheadItem* ReadAheadRebalance(size_t slot, size_t limit);
+  // Rebalance slots: the barrier of an unaligned checkpoint some producer took, reported at
+  // once, before the batches the slot holds (a snapshot may come any time before the first
+  // batch of the new colour: Lai–Yang), as an unaligned barrier overtakes a channel's data.
+  // Only while no producer ended its input (then the order of the end of input rules).
+  bool EagerRebalanceBarrier(size_t slot, Barrier* b) const;
+  // The slot's barriers up to `id` were reported.
+  void RebalanceBarrierReported(size_t slot, CheckpointId id) { state_[slot].barrier_done = id; }
+  // Counts an item of colour `colour` of rebalance slot `slot` as received (Mattern's count).
+  void CountDelivered(size_t slot, CheckpointId colour);
+  // Visits what rebalance slot `slot` has taken off its queue and not processed: the rest of the
+  // batch in progress, the stash, the read-ahead items (rows [first_row, size) of each batch).
+  void VisitRebalanceUnprocessed(size_t slot,
+                                 const std::function<void(const RecordBatch&, size_t first_row, CheckpointId colour,
+                                                          bool counted)>& visit) const;
   bool end_of_stream(size_t slot) const { return state_[slot].end_of_stream; }
   // Channels that are not feedback channels and have not ended their stream.
   size_t OpenChannels() const { return regular_ - ended_stream_; }
@@ -129,8 +177,19 @@ class InputGate {
     uint64_t restored = 0;              // restored records ahead of the producer's position 0
     bool restored_pending = false;      // the restored records are still at the overflow's front
     std::deque<StreamElement> overflow; // taken off the queue ahead of time; read before it
+    // Rebalance slots. The front of `ahead` waits for the barriers its colour brings.
+    std::deque<AheadItem> ahead;
+    CheckpointId barrier_done = 0;      // the newest barrier reported on the slot
+    std::map<CheckpointId, uint64_t> delivered;  // colour -> items processed completely
   };
   bool PopElement(size_t ch, StreamElement* e);
+  // What the rebalance slot reads next; kDone when nothing now.
+  Read ReadRebalance(size_t ch, Barrier* barrier);
+  // The barrier a rebalance slot with nothing held reports now, if any; `view` as looked.
+  bool IdleRebalanceBarrier(size_t ch, const RebalanceQueue::View& view, Barrier* b) const;
+  // A channel's end of input / end of stream, counted.
+  Read EndInput(size_t ch);
+  Read EndStream(size_t ch);
 
   std::vector<GateInput> inputs_;
   WatermarkTracker watermarks_;
@@ -150,6 +209,10 @@ class InputGate {
   // A popped batch held back while the events that precede it are reported.
   std::unique_ptr<RecordBatch> stash_;
   size_t stash_slot_ = 0;
+  CheckpointId stash_colour_ = 0;
+  CheckpointId in_progress_colour_ = 0;
+  bool stash_counted_ = false;
+  bool in_progress_counted_ = false;
 };
 
 }  // namespace cairn

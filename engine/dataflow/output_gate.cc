@@ -19,6 +19,46 @@ void OutputGate::AddHashEdge(std::vector<Channel*> channels, KeySelector key) {
   edges_.push_back(std::move(e));
 }
 
+void OutputGate::AddRebalanceEdge(RebalanceQueue* queue, uint32_t index, Parker* self) {
+  Rebalance r{queue, index, self, queue->MakeProducerToken(), queue->TakeEmptyBatch(), {}, 0, 0, 0, 0};
+  rebalance_.push_back(std::move(r));
+}
+
+bool OutputGate::PushRebalance(Rebalance* r) {
+  // Counted as sent before the push, which may block: a snapshot taken meanwhile (unaligned,
+  // from the BlockedHandler) must count this batch among those sent before it.
+  while (!r->sealed.empty()) {
+    RebalanceItem item = std::move(r->sealed.front());
+    r->sealed.erase(r->sealed.begin());
+    if (!r->queue->Push(r->token.get(), std::move(item), r->self, handler_)) return false;
+  }
+  if (r->pending->empty()) return true;
+  RebalanceItem item{std::move(r->pending), r->colour};
+  r->pending = r->queue->TakeEmptyBatch();
+  ++r->sent;
+  return r->queue->Push(r->token.get(), std::move(item), r->self, handler_);
+}
+
+void OutputGate::Recolour(Rebalance* r, const Barrier& b) {
+  if (b.id <= r->colour) return;
+  if (!r->pending->empty()) {
+    // Records assigned before the snapshot: white, pushed later with the old colour.
+    r->sealed.push_back(RebalanceItem{std::move(r->pending), r->colour});
+    r->pending = r->queue->TakeEmptyBatch();
+    ++r->sent;
+  }
+  r->colour = b.id;
+  r->reported_id = b.id;
+  r->reported = r->queue->ProducerSnapshotted(r->index, b, r->sent);
+}
+
+std::vector<RebalanceCount> OutputGate::RebalanceCounts(CheckpointId id) const {
+  std::vector<RebalanceCount> out;
+  for (const Rebalance& r : rebalance_)
+    if (r.reported_id == id) out.push_back(RebalanceCount{r.queue->name(), r.reported, 0, 0});
+  return out;
+}
+
 bool OutputGate::PushPending(Target* t) {
   if (t->pending->empty()) return true;
   std::unique_ptr<RecordBatch> b = std::move(t->pending);
@@ -36,6 +76,16 @@ bool OutputGate::Emit(RecordBatch* batch) {
   // so on no channel may the batch be missing from what lies before the barrier. Pushing edge by
   // edge as records are assigned would split one emitted batch across the snapshot.
   Target* handed_over = nullptr;
+  Rebalance* rebalance_handed_over = nullptr;
+  for (size_t ri = 0; ri < rebalance_.size(); ++ri) {
+    Rebalance& r = rebalance_[ri];
+    if (edges_.empty() && ri + 1 == rebalance_.size() && r.pending->empty() && batch->size() >= kBatchRecords / 4) {
+      std::swap(*r.pending, *batch);
+      rebalance_handed_over = &r;
+      continue;
+    }
+    r.pending->AppendRange(*batch, 0, batch->size());
+  }
   const size_t n_edges = edges_.size();
   for (size_t ei = 0; ei < n_edges; ++ei) {
     Edge& e = edges_[ei];
@@ -81,6 +131,8 @@ bool OutputGate::Emit(RecordBatch* batch) {
   for (Edge& e : edges_)
     for (Target& t : e.targets)
       if ((&t == handed_over || t.pending->size() >= kBatchRecords) && !PushPending(&t)) return false;
+  for (Rebalance& r : rebalance_)
+    if ((&r == rebalance_handed_over || r.pending->size() >= kBatchRecords) && !PushRebalance(&r)) return false;
   return true;
 }
 
@@ -88,6 +140,8 @@ bool OutputGate::Flush() {
   for (Edge& e : edges_)
     for (Target& t : e.targets)
       if (!PushPending(&t)) return false;
+  for (Rebalance& r : rebalance_)
+    if (!PushRebalance(&r)) return false;
   return true;
 }
 
@@ -101,6 +155,16 @@ bool OutputGate::Broadcast(const StreamElement& e) {
       copy.watermark = e.watermark;
       if (!t.channel->Push(std::move(copy), handler_)) return false;
     }
+  // A load-balanced edge carries no barrier (the colour changes instead) and no watermark.
+  for (Rebalance& r : rebalance_) {
+    if (e.kind == StreamElement::Kind::kBarrier) {
+      Recolour(&r, e.barrier);
+    } else if (e.kind == StreamElement::Kind::kEndOfInput) {
+      r.queue->ProducerEndedInput(r.colour);
+    } else if (e.kind == StreamElement::Kind::kEndOfStream) {
+      r.queue->ProducerEndedStream();
+    }
+  }
   return true;
 }
 
@@ -110,6 +174,8 @@ void OutputGate::BroadcastPriority(PriorityEvent e) {
       e.position = t.assigned;
       t.channel->PushPriority(e);
     }
+  if (e.kind == PriorityEvent::Kind::kUnalignedBarrier)
+    for (Rebalance& r : rebalance_) Recolour(&r, e.barrier);
 }
 
 }  // namespace cairn

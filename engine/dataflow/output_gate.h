@@ -19,6 +19,7 @@
 
 #include "engine/dataflow/channel.h"
 #include "engine/dataflow/record_batch.h"
+#include "engine/dataflow/rebalance_queue.h"
 #include "engine/dataflow/record_codec.h"
 
 namespace cairn {
@@ -34,6 +35,13 @@ class OutputGate {
   // record's key hash (RecordBatch::HasKeyHashes for key.fields()), which the consumer may use
   // instead of hashing the key again.
   void AddHashEdge(std::vector<Channel*> channels, KeySelector key);
+  // A load-balanced edge: batches go to the shared queue, coloured with this producer's last
+  // snapshot (RebalanceQueue). `index` is this producer's subtask; `self` its task's parker.
+  // Barriers change the colour instead of travelling; watermarks do not cross the edge.
+  void AddRebalanceEdge(RebalanceQueue* queue, uint32_t index, Parker* self);
+  // The Mattern counts of the rebalance edges for checkpoint `id`, as reported when its barrier
+  // went out (Broadcast or BroadcastPriority); empty when there are none.
+  std::vector<RebalanceCount> RebalanceCounts(CheckpointId id) const;
 
   // Takes the records of `batch` (leaving it empty, possibly with another batch's capacity).
   bool Emit(RecordBatch* batch);
@@ -42,7 +50,7 @@ class OutputGate {
   bool Broadcast(const StreamElement& e);
   // Puts `e` on every channel's priority lane, stamped with that channel's position. Never blocks.
   void BroadcastPriority(PriorityEvent e);
-  bool has_outputs() const { return !edges_.empty(); }
+  bool has_outputs() const { return !edges_.empty() || !rebalance_.empty(); }
   uint64_t records_out() const { return records_out_; }
   // Time blocked on full outgoing channels, summed over them (any thread: the channel list is
   // fixed before the task runs).
@@ -50,6 +58,7 @@ class OutputGate {
     uint64_t ns = 0;
     for (const Edge& e : edges_)
       for (const Target& t : e.targets) ns += t.channel->blocked_ns();
+    for (const Rebalance& r : rebalance_) ns += r.queue->blocked_ns();  // shared by the edge's producers
     return ns;
   }
 
@@ -66,10 +75,26 @@ class OutputGate {
     std::vector<uint16_t> target_of;  // hash edges: key group -> index into targets (parallelism <= max_parallelism <= 32768)
   };
   bool PushPending(Target* t);
+  // One producer's side of a load-balanced edge.
+  struct Rebalance {
+    RebalanceQueue* queue;
+    uint32_t index;
+    Parker* self;
+    std::unique_ptr<moodycamel::ProducerToken> token;
+    std::unique_ptr<RecordBatch> pending;
+    std::vector<RebalanceItem> sealed;  // white batches cut off by an unaligned barrier, in order
+    CheckpointId colour = 0;
+    uint64_t sent = 0;  // items handed over (sealed or pushed), all of a colour <= colour
+    CheckpointId reported_id = 0;
+    uint64_t reported = 0;
+  };
+  bool PushRebalance(Rebalance* r);  // the sealed batches, then the pending one
+  void Recolour(Rebalance* r, const Barrier& b);
 
   static constexpr size_t kBatchRecords = 2048;
   const uint32_t max_parallelism_;
   std::vector<Edge> edges_;
+  std::vector<Rebalance> rebalance_;
   uint64_t records_out_ = 0;
   BlockedHandler* handler_ = nullptr;
   std::string scratch_;  // composite keys

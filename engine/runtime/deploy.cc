@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/base/crash_points.h"
+#include "engine/runtime/state_redistribution.h"
 #include "jobs/registry.h"
 #include "state/checkpoint_layout.h"
 
@@ -195,6 +196,28 @@ void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<Subt
       b->input_gate()->AddInput(GateInput{consumer_end, e.to_input, e.feedback});
       return producer_end;
     };
+    if (e.rebalance) {
+      // One shared queue; each consumer's slot has a stand-in channel for its name and schema.
+      const std::string producer = spec.operators[plan.chains[e.from_chain].ops.back()].id;
+      auto q = std::make_unique<RebalanceQueue>(RebalanceEdgeName(producer, consumer.id),
+                                                kChannelCapacity * std::max(from.size(), to.size()),
+                                                static_cast<uint32_t>(from.size()));
+      q->set_schema(schema);
+      auto rs = restore->rebalance.find(q->name());
+      if (rs != restore->rebalance.end())
+        for (RecordBatch& b : rs->second) q->AddRestored(std::move(b));
+      for (Task* t : from) q->AddProducer(t->parker());
+      for (uint32_t j = 0; j < to.size(); ++j) {
+        q->AddConsumer(to[j]->parker());
+        out->channels.push_back(std::make_unique<Channel>(producer + "[*]->" + consumer.id + "[" + std::to_string(j) + "]",
+                                                          1, to[j]->parker(), to[j]->parker()));
+        out->channels.back()->set_schema(schema);
+        to[j]->input_gate()->AddInput(GateInput{out->channels.back().get(), e.to_input, false, q.get()});
+      }
+      for (uint32_t i = 0; i < from.size(); ++i) from[i]->output_gate()->AddRebalanceEdge(q.get(), i, from[i]->parker());
+      out->rebalance_queues.push_back(std::move(q));
+      continue;
+    }
     if (!e.hash) {
       for (uint32_t i = 0; i < from.size(); ++i) from[i]->output_gate()->AddForwardEdge(make(from[i], to[i], i, i));
     } else {

@@ -50,7 +50,8 @@ Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const Rest
 // The tasks and channels of a deployed job. Channels are destroyed before the tasks.
 struct Deployment {
   std::vector<std::unique_ptr<Task>> tasks;        // task i has index i
-  std::vector<std::unique_ptr<Channel>> channels;
+  std::vector<std::unique_ptr<Channel>> channels;  // with the stand-ins of the rebalance slots
+  std::vector<std::unique_ptr<RebalanceQueue>> rebalance_queues;  // one per load-balanced edge
 
   std::vector<Task*> task_ptrs() const;
   std::vector<Channel*> channel_ptrs() const;

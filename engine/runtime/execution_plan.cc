@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "jobs/job_graph.h"
 #include "jobs/registry.h"
 
 namespace cairn {
@@ -22,6 +23,7 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     if (tb != nullptr && tb->chain_head) return false;
     // A keyed type without key_by has one key (the empty one): its input edge is a hash edge too.
     if (tb != nullptr && tb->keyed) return false;
+    if (cb.Rebalanced(0)) return false;
     return cb.inputs.size() == 1 && index[cb.inputs[0]] == a && consumers[a].size() == 1 && !cb.keyed() &&
            cb.parallelism == spec.operators[a].parallelism;
   };
@@ -49,28 +51,8 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     }
     plan.chains.push_back(std::move(ch));
   }
-  // Feedback edges: (consumer op, input position) of the back edges of a depth-first walk
-  // along the data flow from the sources, in file order.
-  std::set<std::pair<int, int>> feedback;
-  {
-    enum Color { kUnvisited, kOnPath, kDone };
-    std::vector<Color> color(n, kUnvisited);
-    std::function<void(int)> visit = [&](int v) {
-      color[v] = kOnPath;
-      for (int w : consumers[v]) {
-        if (color[w] == kOnPath) {
-          const auto& ins = spec.operators[w].inputs;
-          for (int k = 0; k < static_cast<int>(ins.size()); ++k)
-            if (ins[k] == spec.operators[v].id) feedback.insert({w, k});
-        } else if (color[w] == kUnvisited) {
-          visit(w);
-        }
-      }
-      color[v] = kDone;
-    };
-    for (int i = 0; i < n; ++i)
-      if (spec.operators[i].inputs.empty() && color[i] == kUnvisited) visit(i);
-  }
+  // Feedback edges: the back edges of a depth-first walk from the sources (jobs/job_graph.h).
+  const std::set<std::pair<int, int>> feedback = FeedbackInputs(spec);
   for (int ci = 0; ci < static_cast<int>(plan.chains.size()); ++ci) {
     int head = plan.chains[ci].ops.front();
     const OperatorConfig& c = spec.operators[head];
@@ -78,7 +60,8 @@ ExecutionPlan ExecutionPlan::Build(const JobSpec& spec) {
     const bool hash = c.keyed() || (t != nullptr && t->keyed);
     for (int k = 0; k < static_cast<int>(c.inputs.size()); ++k) {
       int from_op = index[c.inputs[k]];
-      plan.edges.push_back(PlanEdge{chain_of[from_op], ci, k, hash, feedback.count({head, k}) > 0});
+      plan.edges.push_back(
+          PlanEdge{chain_of[from_op], ci, k, hash, feedback.count({head, k}) > 0, c.Rebalanced(static_cast<size_t>(k))});
     }
   }
   return plan;

@@ -3,8 +3,9 @@
 //
 // Chaining (as Flink does): operator B joins the chain of A when B's only input is A, A's only
 // consumer is B, the edge is forward (no key_by), and both have the same parallelism.
-// Edges between chains are forward (subtask i -> subtask i, equal parallelism) or hash (every
-// producer subtask -> every consumer subtask, by key group). In a cyclic job, the edges that
+// Edges between chains are forward (subtask i -> subtask i, equal parallelism), hash (every
+// producer subtask -> every consumer subtask, by key group) or rebalance (every producer
+// subtask -> one shared queue that every consumer subtask reads; never chained). In a cyclic job, the edges that
 // close a cycle (back edges of a depth-first walk from the sources, in file order) are
 // feedback edges: their channels never block (a cycle of full channels would deadlock), a
 // barrier is not waited for on them, and what arrives on them between a task's snapshot and
@@ -31,6 +32,7 @@ struct PlanEdge {
   int to_input;   // the consumer head's input index (position in its `inputs`)
   bool hash;      // key_by partitioning; else forward
   bool feedback;  // closes a cycle
+  bool rebalance = false;  // load-balanced: one shared queue for every producer and consumer subtask
 };
 
 struct ExecutionPlan {

@@ -242,6 +242,34 @@ int64_t WallMillisNow() {
       .count();
 }
 
+// CAIRN_SLOW_SUBTASK=<operator>:<subtask>:<microseconds>: the task running that subtask of
+// <operator> sleeps that long before the operator processes each batch. Test-only (a deliberately
+// slow subtask).
+Status ParseSlowSubtask(const JobSpec& spec, std::string* op, uint32_t* subtask, int64_t* us) {
+  const char* env = getenv("CAIRN_SLOW_SUBTASK");
+  if (env == nullptr || *env == '\0') return Status::OK();
+  const std::string v = env;
+  const auto bad = [&v](const std::string& why) {
+    return Status::InvalidArgument("CAIRN_SLOW_SUBTASK=" + v + ": " + why +
+                                   " (expected <operator>:<subtask>:<microseconds per batch>, docs/faults.md)");
+  };
+  const size_t a = v.find(':');
+  const size_t b = a == std::string::npos ? a : v.find(':', a + 1);
+  if (a == std::string::npos || b == std::string::npos || a == 0) return bad("three fields are needed");
+  *op = v.substr(0, a);
+  const OperatorConfig* oc = spec.Find(*op);
+  if (oc == nullptr) return bad("the job has no operator '" + *op + "'");
+  char* end = nullptr;
+  const std::string st = v.substr(a + 1, b - a - 1), micros = v.substr(b + 1);
+  const unsigned long n = std::strtoul(st.c_str(), &end, 10);
+  if (st.empty() || *end != '\0' || n >= oc->parallelism) return bad("'" + st + "' is not a subtask of '" + *op + "'");
+  const long long u = std::strtoll(micros.c_str(), &end, 10);
+  if (micros.empty() || *end != '\0' || u <= 0) return bad("'" + micros + "' is not a number of microseconds > 0");
+  *subtask = static_cast<uint32_t>(n);
+  *us = u;
+  return Status::OK();
+}
+
 // CAIRN_INJECT_FAILURE=<operator>:<n>[,<n>...]: in attempt k (0: the first run, then each
 // in-process restart) the first subtask of the (non-source) task running <operator> fails once
 // it has read n_k records; attempts past the list run without a failure. Test-only.
@@ -348,6 +376,11 @@ class RunningJobImpl : public RunningJob {
 }  // namespace
 
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
+  // Test-only slowness (docs/faults.md): CAIRN_SLOW_SUBTASK=<operator>:<subtask>:<microseconds>.
+  std::string slow_op;
+  uint32_t slow_subtask = 0;
+  int64_t slow_us = 0;
+  CAIRN_RETURN_IF_ERROR(ParseSlowSubtask(spec, &slow_op, &slow_subtask, &slow_us));
   const auto start = Clock::now();
   const ExecutionPlan plan = ExecutionPlan::Build(spec);
   const std::string& ckdir = spec.checkpoint.dir;
@@ -458,6 +491,11 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
           t->InjectFailureAfter(inject_after[attempt]);
           break;  // the first subtask only
         }
+    if (slow_us > 0)
+      for (Task* t : tasks)
+        for (size_t i = 0; i < t->chain().size(); ++i)
+          if (t->chain()[i].ctx.operator_id == slow_op && t->chain()[i].ctx.subtask == slow_subtask)
+            t->SlowDownPerBatch(i, slow_us);
     Parker main_parker;
     control.SetParties(tasks, job.channel_ptrs(), &main_parker);
     const CheckpointId first_id = std::max(store.MaxId(), restore.active ? restore.checkpoint.metadata.id : 0) + 1;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include "engine/base/file_util.h"
 #include "engine/runtime/state_redistribution.h"
@@ -82,6 +83,7 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
   std::map<std::string, std::map<uint32_t, std::string>> old_operator_state;  // op -> subtask -> bytes
   std::map<std::string, std::map<uint32_t, std::string>> old_list_state;      // op -> subtask -> list.state bytes
   std::vector<RecordedChannel> recorded;                                     // every channel's records
+  std::vector<std::string> to_read;                                          // keyed snapshots, in order
   for (const SubtaskStateHandle& h : m.subtasks) {
     const OperatorConfig* op = spec.Find(h.operator_id);
     if (op == nullptr)
@@ -114,12 +116,23 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
                                        "', which is not keyed in the job");
       std::string dir = InCheckpoint(where, h.keyed_dir);
       if (!IsDirectory(dir)) return Status::NotFound("checkpoint " + where + ": keyed state " + dir + " is missing");
-      // Read it through once (RocksDB checks every block's checksum), so that damaged keyed
-      // state fails here, before the job takes checkpoint.dir, rather than half-way through.
-      CAIRN_RETURN_IF_ERROR(backend.ReadStates(dir, [](const StateEntry&) {})
-                                .WithContext("checkpoint " + where));
+      to_read.push_back(dir);
       plan->keyed[h.operator_id].push_back(KeyedSnapshotHandle{dir, h.key_groups});
     }
+  }
+  // Read every keyed snapshot through once (RocksDB checks every block's checksum), so that
+  // damaged keyed state fails here, before the job takes checkpoint.dir, rather than half-way
+  // through; one thread per snapshot, as the restore itself (deploy.cc). The first damaged one
+  // in the metadata's order is reported.
+  {
+    std::vector<Status> read(to_read.size());
+    std::vector<std::thread> readers;
+    for (size_t i = 0; i < to_read.size(); ++i)
+      readers.emplace_back([&backend, &to_read, &read, i] {
+        read[i] = backend.ReadStates(to_read[i], [](const StateEntry&) {});
+      });
+    for (auto& t : readers) t.join();
+    for (const Status& st : read) CAIRN_RETURN_IF_ERROR(st.WithContext("checkpoint " + where));
   }
   // Operator state and channel state go to the subtasks of the job's parallelism, by the rules
   // of state/operator_state_redistribution.h and engine/runtime/state_redistribution.h
@@ -137,6 +150,39 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
         RedistributeListStates(id, old_parallelism[id], old, spec.Find(id)->parallelism, where, &now));
     for (auto& [subtask, bytes] : now) plan->list_state[{id, subtask}] = std::move(bytes);
   }
+  // The records of load-balanced edges go back on their shared queue, whatever channel
+  // recorded them (also a FIFO channel of an edge that is rebalanced now).
+  std::vector<RecordedChannel> fifo;
+  for (RecordedChannel& rc : recorded) {
+    std::string producer, consumer;
+    uint32_t i = 0, j = 0;
+    const bool named_rebalance = ParseRebalanceEdgeName(rc.channel.name, &producer, &consumer);
+    if (!named_rebalance && !ParseChannelName(rc.channel.name, &producer, &i, &consumer, &j)) {
+      fifo.push_back(std::move(rc));  // RedistributeChannelState names the damage
+      continue;
+    }
+    const PlanEdge* edge = nullptr;
+    for (const PlanEdge& e : exec.edges)
+      if (spec.operators[exec.chains[e.from_chain].ops.back()].id == producer &&
+          spec.operators[exec.chains[e.to_chain].ops.front()].id == consumer)
+        edge = &e;
+    if (edge != nullptr && edge->rebalance) {
+      const SchemaRef& schema = spec.schemas[exec.chains[edge->from_chain].ops.back()];
+      if (schema != nullptr && *schema != *rc.channel.schema)
+        return Status::InvalidArgument("checkpoint " + where + " holds in-flight records " + rc.channel.schema->ToString() +
+                                       " of channel " + rc.channel.name + ", but the job's edge from '" + producer +
+                                       "' to '" + consumer + "' now carries " + schema->ToString() +
+                                       " (a changed schema); restore it with the job's original operators");
+      plan->rebalance[RebalanceEdgeName(producer, consumer)].push_back(std::move(rc.channel.records));
+      continue;
+    }
+    if (named_rebalance)
+      return Status::InvalidArgument("checkpoint " + where + " holds in-flight records of the load-balanced edge " +
+                                     rc.channel.name + ", but the job has no such edge (partition: rebalance from '" +
+                                     producer + "' into '" + consumer + "'); restore it with the job's original operators");
+    fifo.push_back(std::move(rc));
+  }
+  recorded = std::move(fifo);
   std::vector<ChannelEdge> edges;
   for (const PlanEdge& e : exec.edges) {
     ChannelEdge ce;

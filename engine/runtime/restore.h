@@ -38,6 +38,9 @@ struct RestorePlan {
   std::map<std::string, std::vector<KeyedSnapshotHandle>> keyed;           // op -> snapshots
   // (head op, subtask) -> channel name -> in-flight records
   std::map<std::pair<std::string, uint32_t>, std::vector<RestoredChannel>> channels;
+  // load-balanced edge (RebalanceEdgeName) -> its in-flight records, put back on its shared
+  // queue before anything new (at any parallelism of either side)
+  std::map<std::string, std::vector<RecordBatch>> rebalance;
 };
 
 // An operator that commits output files (OperatorType::committed_output): a start must not

@@ -35,6 +35,19 @@ std::string MakeChannelName(const std::string& producer, uint32_t i, const std::
   return producer + "[" + std::to_string(i) + "]->" + consumer + "[" + std::to_string(j) + "]";
 }
 
+std::string RebalanceEdgeName(const std::string& producer, const std::string& consumer) {
+  return producer + "[*]->" + consumer + "[*]";
+}
+
+bool ParseRebalanceEdgeName(std::string_view name, std::string* producer, std::string* consumer) {
+  size_t arrow = name.find("[*]->");
+  if (arrow == std::string_view::npos || arrow == 0 || name.size() < arrow + 9 || name.substr(name.size() - 3) != "[*]")
+    return false;
+  *producer = std::string(name.substr(0, arrow));
+  *consumer = std::string(name.substr(arrow + 5, name.size() - arrow - 8));
+  return !consumer->empty();
+}
+
 Status RedistributeChannelState(const std::vector<RecordedChannel>& recorded, const std::vector<ChannelEdge>& edges,
                                 uint32_t max_parallelism, const std::string& where, RestoredChannelsByTask* out) {
   // In old consumer-subtask order, then checkpoint order (stable).

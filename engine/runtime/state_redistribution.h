@@ -37,6 +37,11 @@ namespace cairn {
 // "<producer>[<i>]-><consumer>[<j>]" split into its parts; false when it is not of that form.
 bool ParseChannelName(std::string_view name, std::string* producer, uint32_t* i, std::string* consumer, uint32_t* j);
 std::string MakeChannelName(const std::string& producer, uint32_t i, const std::string& consumer, uint32_t j);
+// "<producer>[*]-><consumer>[*]": a load-balanced edge's shared queue, the name its in-flight
+// records have in every consumer subtask's channel state.
+std::string RebalanceEdgeName(const std::string& producer, const std::string& consumer);
+// The two ends of a RebalanceEdgeName; false when `name` is not one.
+bool ParseRebalanceEdgeName(std::string_view name, std::string* producer, std::string* consumer);
 
 // One logical edge between two chains, old and new parallelism of both ends.
 struct ChannelEdge {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <thread>
 
 #include "engine/base/crash_points.h"
 #include "engine/checkpoint/snapshot_persister.h"
@@ -194,6 +195,8 @@ bool Task::ProcessChain(size_t from, int input, const RecordBatch& in) {
     ResetBuffer(i);
     // A sink's "output" is what it consumed.
     if (i + 1 == chain_.size() && !out_.has_outputs()) records_out_.fetch_add(cur->size(), std::memory_order_relaxed);
+    if (__builtin_expect(slow_us_ > 0, 0) && i == slow_op_)
+      std::this_thread::sleep_for(std::chrono::microseconds(slow_us_));  // test-only: a slow subtask
     Status s = chain_[i].op->Process(i == from ? input : 0, *cur, &buffers_[i]);
     if (!s.ok()) return OperatorFailed(chain_[i], s);
     if (chain_[i].keyed_state != nullptr && !chain_[i].keyed_state->foreign_key_error().ok()) {
@@ -426,7 +429,11 @@ bool Task::ProcessCurrent(bool* waiting, Clock::time_point* resume_at) {
   }
   current_offset_ += n;
   if (current_offset_ == batch.size()) {
-    current_.channel->Recycle(std::move(current_.batch));
+    if (current_.rebalance != nullptr) {
+      current_.rebalance->Recycle(std::move(current_.batch));
+    } else {
+      current_.channel->Recycle(std::move(current_.batch));
+    }
     has_current_ = false;
   }
   return true;

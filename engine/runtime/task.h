@@ -93,6 +93,12 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   // Test-only failure injection (CAIRN_INJECT_FAILURE, docs/faults.md): a consumer task fails
   // once it has read `n` records (0: never). Before Run.
   void InjectFailureAfter(uint64_t n) { fail_after_ = n; }
+  // Test-only slowness (CAIRN_SLOW_SUBTASK, docs/faults.md): the task sleeps `us` microseconds
+  // before chain operator `op` processes a batch. Before Run.
+  void SlowDownPerBatch(size_t op, int64_t us) {
+    slow_op_ = op;
+    slow_us_ = us;
+  }
   void Cancel();
 
   // Statistics, from any thread (relaxed).
@@ -174,6 +180,8 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   bool terminated_ = false;
   bool drain_requested_ = false;  // Drain() was handled: the source ends its input
   uint64_t fail_after_ = 0;       // InjectFailureAfter
+  int64_t slow_us_ = 0;           // SlowDownPerBatch
+  size_t slow_op_ = 0;
   bool failed_ = false;
   // Event time (task thread).
   int64_t out_watermark_ = kMinWatermark;  // the last watermark sent downstream

@@ -3,7 +3,9 @@
 // The unit is one subtask of a chain (one Task: the operators of a chain never run in two
 // processes). Chains linked by forward edges (equal parallelism, subtask i -> subtask i) form a
 // group; subtask i of every chain of a group goes to the same worker, so forward edges stay in
-// one process and only hash edges cross the network. Groups, in the order of their first
+// one process and only hash edges cross the network. Load-balanced (rebalance) edges group
+// their chains too, but their shared queue lives in one process: across worker processes they
+// are not supported yet (with CAIRN_LOOPBACK_WORKERS they stay in memory). Groups, in the order of their first
 // chain, are laid round robin over the workers, each starting where the previous one stopped,
 // so that the tasks spread evenly. The result depends only on the plan and the number of
 // workers: the coordinator and every worker compute the same one.

@@ -172,7 +172,7 @@ int CmdValidate(const std::vector<std::string>& args) {
     printf("  %s  parallelism %u\n", plan.ChainName(spec, static_cast<int>(c)).c_str(), plan.chains[c].parallelism);
   for (const PlanEdge& e : plan.edges)
     printf("  %s -> %s  %s\n", plan.ChainName(spec, e.from_chain).c_str(), plan.ChainName(spec, e.to_chain).c_str(),
-           e.hash ? "hash" : "forward");
+           e.rebalance ? "rebalance" : e.hash ? "hash" : "forward");
   // Every edge carries what its producer emits: one schema per operator says it all.
   size_t width = 0;
   for (const OperatorConfig& op : spec.operators) width = std::max(width, op.id.size());

@@ -1,0 +1,217 @@
+// Changelog segments: encoding and reading.
+#include "state/changelog_segment.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <climits>
+#include <cstdint>
+#include <memory>
+
+#include "engine/base/file_util.h"
+
+namespace cairn {
+
+namespace {
+constexpr std::string_view kMagic = "CLG2";
+}
+
+std::string ChangelogSegmentName(uint64_t seq) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%012llu", kChangelogSegmentPrefix, static_cast<unsigned long long>(seq));
+  return buf;
+}
+
+bool IsChangelogSegmentName(std::string_view name) { return name.rfind(kChangelogSegmentPrefix, 0) == 0; }
+
+namespace {
+
+// Entry kinds (the first byte of an entry).
+enum : uint8_t { kPut = 0, kDelete = 1, kNamedPut = 2, kNamedDelete = 3 };
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void PutBytes(std::string* out, std::string_view b) {
+  PutVarint(out, b.size());
+  out->append(b.data(), b.size());
+}
+
+// A bounds-checked reader of the encoding above.
+struct Reader {
+  std::string_view in;
+  bool Varint(uint64_t* v) {
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+      const uint8_t b = static_cast<uint8_t>(in[0]);
+      in.remove_prefix(1);
+      r |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        *v = r;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Bytes(std::string_view* b) {
+    uint64_t n;
+    if (!Varint(&n) || n > in.size()) return false;
+    *b = in.substr(0, n);
+    in.remove_prefix(n);
+    return true;
+  }
+};
+
+uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+}  // namespace
+
+std::string EncodeChangelogSegment(const StateDelta& delta) {
+  std::string out;
+  out.reserve(kMagic.size() + delta.keys.size() + delta.entries.size() * 6);
+  out.append(kMagic);
+  for (const StateDelta::Entry& e : delta.entries) {
+    out.push_back(static_cast<char>(e.deleted ? kDelete : kPut));
+    PutVarint(&out, e.key_group);
+    PutBytes(&out, delta.key(e));
+    if (!e.deleted) PutVarint(&out, ZigZag(e.value));
+  }
+  for (const StateDelta::NamedEntry& e : delta.named) {
+    out.push_back(static_cast<char>(e.deleted ? kNamedDelete : kNamedPut));
+    PutBytes(&out, e.state);
+    PutBytes(&out, e.key);
+    if (!e.deleted) PutBytes(&out, e.value);
+  }
+  return out;
+}
+
+Status ReadChangelogSegment(const std::string& path, std::string* bytes,
+                            const std::function<Status(const ChangelogEntry&)>& fn) {
+  CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, bytes));
+  std::string_view in(*bytes);
+  if (in.substr(0, kMagic.size()) != kMagic)
+    return Status::Corruption("changelog segment " + path + ": damaged (no " + std::string(kMagic) + " header)");
+  Reader r{in.substr(kMagic.size())};
+  while (!r.in.empty()) {
+    ChangelogEntry e;
+    const uint8_t kind = static_cast<uint8_t>(r.in[0]);
+    r.in.remove_prefix(1);
+    bool ok = kind <= kNamedDelete;
+    e.deleted = kind == kDelete || kind == kNamedDelete;
+    if (ok && (kind == kPut || kind == kDelete)) {
+      uint64_t kg = 0, v = 0;
+      ok = r.Varint(&kg) && kg < 65536 && r.Bytes(&e.key) && (e.deleted || r.Varint(&v));
+      e.key_group = static_cast<uint32_t>(kg);
+      e.int64 = UnZigZag(v);
+    } else if (ok) {
+      ok = r.Bytes(&e.state) && !e.state.empty() && r.Bytes(&e.key) && (e.deleted || r.Bytes(&e.value));
+    }
+    if (!ok) return Status::Corruption("changelog segment " + path + ": damaged (malformed entry)");
+    CAIRN_RETURN_IF_ERROR(fn(e));
+  }
+  return Status::OK();
+}
+
+namespace {
+
+uint64_t EntryHash(const ChangelogEntry& e) {
+  return std::hash<std::string_view>()(e.key) * 0x9e3779b97f4a7c15ull ^ std::hash<std::string_view>()(e.state) ^
+         e.key_group;
+}
+bool SameEntry(const ChangelogEntry& a, const ChangelogEntry& b) {
+  return a.key_group == b.key_group && a.key == b.key && a.state == b.state;
+}
+
+// A set of entries of `out` (by index), open addressing with linear probing: no allocation
+// per entry, which a node-based set spends most of a coalescing on.
+class EntrySet {
+ public:
+  EntrySet(const std::vector<ChangelogEntry>* out, size_t expected) : out_(out) { Resize(expected * 2 + 16); }
+  // True when no entry of the same (state, key group, key) is in the set; then out->back()
+  // (which the caller just appended) is added.
+  bool AddLast() {
+    if ((count_ + 1) * 10 > slots_.size() * 7) Resize(slots_.size() * 2);
+    const uint32_t idx = static_cast<uint32_t>(out_->size() - 1);
+    const ChangelogEntry& e = (*out_)[idx];
+    const uint64_t h = EntryHash(e);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.index == kEmpty) {
+        s = Slot{h, idx};
+        ++count_;
+        return true;
+      }
+      if (s.hash == h && SameEntry((*out_)[s.index], e)) return false;
+    }
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t index = kEmpty;
+  };
+  void Resize(size_t want) {
+    size_t n = 16;
+    while (n < want) n *= 2;
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(n, Slot{});
+    mask_ = n - 1;
+    for (const Slot& s : old) {
+      if (s.index == kEmpty) continue;
+      size_t i = s.hash & mask_;
+      while (slots_[i].index != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+  const std::vector<ChangelogEntry>* out_;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t count_ = 0;
+};
+
+}  // namespace
+
+Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vector<std::string>* buffers,
+                                 std::vector<ChangelogEntry>* out) {
+  buffers->assign(paths.size(), std::string());
+  out->clear();
+  std::unique_ptr<EntrySet> seen;
+  // Newest first: an entry of a key already seen is older, and superseded. A segment holds
+  // each key once, so the newest needs no look-up, and sizes the set.
+  for (size_t i = paths.size(); i-- > 0;) {
+    const bool newest = i + 1 == paths.size();
+    CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(paths[i], &(*buffers)[i], [&](const ChangelogEntry& e) {
+      out->push_back(e);
+      if (!newest && !seen->AddLast()) out->pop_back();
+      return Status::OK();
+    }));
+    if (newest && paths.size() > 1) {
+      // The newest segment's entries into the set (they are distinct), sized for them all.
+      std::vector<ChangelogEntry> first;
+      first.swap(*out);
+      seen = std::make_unique<EntrySet>(out, first.size() * 2);
+      out->reserve(first.size() * 2);
+      for (const ChangelogEntry& e : first) {
+        out->push_back(e);
+        seen->AddLast();
+      }
+    }
+  }
+  // Named states' stored keys begin with the key group (EncodeEntryKey): their byte order is
+  // the stored order; the default state's is (key group, key).
+  std::sort(out->begin(), out->end(), [](const ChangelogEntry& a, const ChangelogEntry& b) {
+    if (a.state != b.state) return a.state < b.state;
+    if (a.key_group != b.key_group) return a.key_group < b.key_group;
+    return a.key < b.key;
+  });
+  return Status::OK();
+}
+
+}  // namespace cairn

@@ -1,0 +1,60 @@
+// Changelog segments of the heap backend's changelog checkpoints (`state.changelog: true`,
+// docs/state.md): one checkpoint's keyed delta (StateDelta), written sequentially as one
+// checksummed blob (WriteChecksummedFile: one write, one fsync) instead of into RocksDB. A
+// keyed snapshot then is the last materialization of the subtask's RocksDB plus the segments
+// written since, in order; a reader applies them to the materialization (a later segment's
+// entry replaces an earlier one's, a deleted entry removes the key).
+//
+// Bytes (inside the blob): "CLG2", then one entry after another, each a kind byte and
+// (varint: LEB128; bytes: a varint length, then the bytes)
+//   0 put / 1 delete, default state: varint key group, bytes key, varint value (zigzag; put only)
+//   2 put / 3 delete, named state: bytes state (StateDescriptor::Encode), bytes stored key
+//          (EncodeEntryKey), bytes value (put only)
+// A segment is referenced from a keyed snapshot's SHARED list (state/shared_files.h) under a
+// name starting with kChangelogSegmentPrefix, so shared-file collection keeps it exactly as
+// long as a checkpoint lists it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/base/status.h"
+#include "state/keyed_state.h"
+
+namespace cairn {
+
+// "changelog." + a zero-padded sequence number: names sort in write order.
+inline constexpr const char* kChangelogSegmentPrefix = "changelog.";
+std::string ChangelogSegmentName(uint64_t seq);
+bool IsChangelogSegmentName(std::string_view name);
+
+// The segment bytes of `delta` (without the blob footer).
+std::string EncodeChangelogSegment(const StateDelta& delta);
+
+// One entry of a segment. `state` empty: the default state (`key` the key, `int64` its value);
+// else a named state (`key` the stored key, `value` the stored bytes).
+struct ChangelogEntry {
+  std::string_view state;
+  uint32_t key_group = 0;
+  std::string_view key;
+  int64_t int64 = 0;
+  std::string_view value;
+  bool deleted = false;
+};
+
+// Reads the segment file `path` (checksummed) into *bytes and visits its entries in order (the
+// entries' views point into *bytes). Damage is Corruption naming `path`.
+Status ReadChangelogSegment(const std::string& path, std::string* bytes,
+                            const std::function<Status(const ChangelogEntry&)>& fn);
+
+// The entries of the segments `paths` (in write order) coalesced: the newest entry of each
+// (state, key group, key) only, sorted by state and then by stored key order (key group, then
+// key bytes), so that writing them into RocksDB inserts in key order. *buffers holds the
+// segments' bytes the entries point into.
+Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vector<std::string>* buffers,
+                                 std::vector<ChangelogEntry>* out);
+
+}  // namespace cairn
