@@ -348,6 +348,23 @@ void Transport::AddInbound(uint32_t id, uint32_t peer, Channel* ch, uint32_t cre
   p.in.push_back(std::move(in));
 }
 
+// Runs `io` until the pending operation set `done` or `deadline` passed; then cancels it (and
+// runs its handler) and returns false.
+static bool RunUntil(asio::io_context* io, Transport::Clock::time_point deadline, const bool& done,
+                     const std::function<void()>& cancel) {
+  io->restart();
+  if (deadline == Transport::Clock::time_point::max()) {
+    io->run();
+  } else {
+    io->run_until(deadline);
+  }
+  if (done) return true;
+  cancel();
+  io->restart();
+  io->run();  // the cancelled operation's handler
+  return false;
+}
+
 Status Transport::Start(const std::map<uint32_t, Endpoint>& peer_endpoints, Clock::time_point deadline) {
   Impl& m = *impl_;
   asio::error_code ec;
@@ -386,16 +403,7 @@ Status Transport::Start(const std::map<uint32_t, Endpoint>& peer_endpoints, Cloc
       accepted = true;
       ec = e;
     });
-    m.io.restart();
-    if (deadline == Clock::time_point::max()) {
-      m.io.run();
-    } else {
-      m.io.run_until(deadline);
-    }
-    if (!accepted) {
-      m.acceptor.cancel(ec);
-      m.io.restart();
-      m.io.run();  // the cancelled accept's handler
+    if (!RunUntil(&m.io, deadline, accepted, [&] { m.acceptor.cancel(ec); })) {
       std::string missing;
       for (auto& [pid, pp] : m.peers)
         if (!pp->in.empty() && pp->in_sock == nullptr) missing += (missing.empty() ? "" : ", ") + std::to_string(pid);
@@ -411,18 +419,8 @@ Status Transport::Start(const std::map<uint32_t, Endpoint>& peer_endpoints, Cloc
       got = true;
       ec = e;
     });
-    m.io.restart();
-    if (deadline == Clock::time_point::max()) {
-      m.io.run();
-    } else {
-      m.io.run_until(deadline);
-    }
-    if (!got) {
-      sock->cancel(ec);
-      m.io.restart();
-      m.io.run();  // the cancelled read's handler
+    if (!RunUntil(&m.io, deadline, got, [&] { sock->cancel(ec); }))
       return Status::IOError("a connection to worker " + std::to_string(m.worker) + " sent no hello in time");
-    }
     if (ec) return Status::IOError("reading a worker's hello: " + ec.message());
     FrameHeader h;
     Status s = DecodeFrameHeader(std::string_view(hdr, sizeof hdr), &h);
