@@ -99,7 +99,6 @@ class Channel {
   void set_notify_pops(bool on) { notify_pops_ = on; }
   // Batches the consumer took off the data lane (any thread, relaxed; written by the consumer).
   uint64_t popped_batches() const { return popped_batches_.load(std::memory_order_relaxed); }
-  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
 
  private:
   bool TryEnqueue(StreamElement& e);  // producer; false when full (e untouched)
