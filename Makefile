@@ -4,7 +4,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run demo test bench nexmark bench-micro faults fuzz soak test-asan test-tsan clean
+# `make test-net`: the network data plane's tests again in a network namespace under a
+# bandwidth limit and packet drops on its loopback device (scripts/test-net; needs `unshare -rn`).
+.PHONY: all deps build run demo test test-net bench nexmark bench-micro faults fuzz soak test-asan test-tsan clean
 
 all: build
 
@@ -57,6 +59,9 @@ test-tsan:
 # each checked for exactly-once output; a summary table at the end (docs/faults.md).
 faults: build
 	scripts/fault-battery
+
+test-net: build
+	BUILD=$(BUILD) scripts/test-net
 
 # The randomized topology soak (not in `make test`): random jobs (fan-out, fan-in, chains, the
 # bank's cycle, mixed parallelism), checkpoint modes and intervals, SIGKILLs at observed progress

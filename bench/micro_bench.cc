@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,6 +26,7 @@
 #include "jobs/job_spec.h"
 #include "engine/base/key_groups.h"
 #include "engine/dataflow/output_gate.h"
+#include "engine/net/transport.h"
 #include "engine/base/parker.h"
 #include "operators/generator_source.h"
 #include "jobs/registry.h"
@@ -87,41 +90,70 @@ void Check(const Status& s, benchmark::State& state) {
 
 // --- Channel: one producer thread hands batches of `range(0)` records to one consumer -------
 
-void BM_ChannelHandoff(benchmark::State& state) {
+// Pushes batches of `batch_records` words into `out` while a reader thread pops them from `in`
+// (the same channel in one process; the two ends of a remote channel otherwise).
+void Handoff(benchmark::State& state, Channel* out, Channel* in, Parker* consumer) {
   const size_t batch_records = static_cast<size_t>(state.range(0));
-  Parker producer, consumer;
-  Channel ch("bench", 32, &producer, &consumer);
   std::atomic<uint64_t> consumed{0};
   std::thread reader([&] {
     for (;;) {
       StreamElement e;
-      uint32_t t = consumer.Prepare();
-      if (!ch.TryPop(&e)) {
-        consumer.Park(t);
+      uint32_t t = consumer->Prepare();
+      if (!in->TryPop(&e)) {
+        consumer->Park(t);
         continue;
       }
-      consumer.Cancel();
+      consumer->Cancel();
       if (e.kind == StreamElement::Kind::kEndOfStream) return;
       consumed.fetch_add(e.batch->size(), std::memory_order_relaxed);
-      ch.Recycle(std::move(e.batch));
+      in->Recycle(std::move(e.batch));
     }
   });
   const RecordBatch& words = Words();
   size_t next = 0;
   for (auto _ : state) {
-    std::unique_ptr<RecordBatch> b = ch.TakeEmptyBatch();
+    std::unique_ptr<RecordBatch> b = out->TakeEmptyBatch();
     for (size_t i = 0; i < batch_records; ++i) {
       b->AddFrom(words, next);
       if (++next == words.size()) next = 0;
     }
-    ch.Push(StreamElement::OfBatch(std::move(b)));
+    out->Push(StreamElement::OfBatch(std::move(b)));
   }
-  ch.Push(StreamElement::EndOfStream());
+  out->Push(StreamElement::EndOfStream());
   reader.join();
   state.SetItemsProcessed(static_cast<int64_t>(consumed.load()));
   state.counters["batch"] = static_cast<double>(batch_records);
 }
+
+void BM_ChannelHandoff(benchmark::State& state) {
+  Parker producer, consumer;
+  Channel ch("bench", 32, &producer, &consumer);
+  Handoff(state, &ch, &ch, &consumer);
+}
 BENCHMARK(BM_ChannelHandoff)->Arg(1)->Arg(64)->Arg(1024)->Arg(2048)->UseRealTime();
+
+// The same over a remote channel (engine/net): two Transports on loopback TCP in this process,
+// the batches encoded, sent against credits (as many as the channel's capacity) and decoded.
+void BM_RemoteChannelHandoff(benchmark::State& state) {
+  net::Transport t0(0), t1(1);
+  Check(t0.Listen(net::Endpoint{"127.0.0.1", 0}), state);
+  Check(t1.Listen(net::Endpoint{"127.0.0.1", 0}), state);
+  Parker producer, consumer;
+  Channel out("bench", 32, &producer, t0.SenderParker(1));
+  Channel in("bench", 32, t1.ReceiverParker(0), &consumer);
+  in.set_schema(Words().schema());
+  t0.AddOutbound(1, 1, &out);
+  t1.AddInbound(1, 0, &in, 32);
+  std::map<uint32_t, net::Endpoint> peers{{0, {"127.0.0.1", t0.port()}}, {1, {"127.0.0.1", t1.port()}}};
+  auto started = std::async(std::launch::async, [&] { return t0.Start(peers); });
+  Check(t1.Start(peers), state);
+  Check(started.get(), state);
+  Handoff(state, &out, &in, &consumer);
+  Check(t0.Drain(), state);
+  t0.Stop();  // before the channels go
+  t1.Stop();
+}
+BENCHMARK(BM_RemoteChannelHandoff)->Arg(64)->Arg(1024)->UseRealTime();
 
 // --- OutputGate: hash partitioning words to 2 consumer threads (as tokenize -> count) -------
 

@@ -33,7 +33,8 @@ std::vector<std::string> BankArgs(const ScratchDir& dir, const std::string& mode
 // the requests ran out, which cannot be the final one while credits are still queued). Without
 // the throttle, whether any checkpoint caught a credit in flight depended on the machine: on a
 // loaded one every checkpoint could come while the feedback channels were empty.
-void RunToCompletion(const std::string& mode) {
+// `env`: e.g. CAIRN_LOOPBACK_WORKERS=N, the channels between N workers over loopback TCP.
+void RunToCompletion(const std::string& mode, const std::vector<std::string>& env = {}) {
   ScratchDir dir;
   const std::string job = dir / "bank-throttled.yaml";
   WriteText(job,
@@ -57,7 +58,7 @@ void RunToCompletion(const std::string& mode) {
   std::vector<std::string> args = BankArgs(dir, mode, "10ms");
   args[1] = job;
   args.resize(args.size() - 4);  // no operators.requests.count/rate: the file sets them
-  ExpectMoneyConservedToTheEnd(args, dir / "ck", kAccounts, kInitial);
+  ExpectMoneyConservedToTheEnd(args, dir / "ck", kAccounts, kInitial, env);
 }
 
 TEST(Bank, AlignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToCompletion("aligned"); }
@@ -68,17 +69,33 @@ TEST(Bank, UnalignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToComple
 // then a run to the end. The killed runs send 500 requests/s per subtask, so that they cannot
 // finish their 60000 requests (a minute at that pace) before their kill on any machine; the
 // last run sends as fast as it can.
-void RunWithRestores(const std::string& mode) {
+void RunWithRestores(const std::string& mode, const std::vector<std::string>& env = {}) {
   ScratchDir dir;
   std::vector<std::string> args = BankArgs(dir, mode, "30ms");
   args.push_back("--restore");
   args.push_back("latest");
-  ExpectMoneyConservedAcrossKills(args, dir.path(), kAccounts, kInitial);
+  ExpectMoneyConservedAcrossKills(args, dir.path(), kAccounts, kInitial, env);
 }
 
 TEST(Bank, MoneyIsConservedAcrossSigkillsAndRestoresAligned) { RunWithRestores("aligned"); }
 
 TEST(Bank, MoneyIsConservedAcrossSigkillsAndRestoresUnaligned) { RunWithRestores("unaligned"); }
+
+// The same with the tasks on 2 or 3 workers and the channels between them, the feedback edge
+// included, over loopback TCP (engine/net).
+TEST(Bank, OverLoopbackWorkersAlignedCheckpointsConserveMoney) { RunToCompletion("aligned", {"CAIRN_LOOPBACK_WORKERS=2"}); }
+
+TEST(Bank, OverLoopbackWorkersUnalignedCheckpointsConserveMoney) {
+  RunToCompletion("unaligned", {"CAIRN_LOOPBACK_WORKERS=3"});
+}
+
+TEST(Bank, OverLoopbackWorkersMoneyIsConservedAcrossSigkillsAndRestoresAligned) {
+  RunWithRestores("aligned", {"CAIRN_LOOPBACK_WORKERS=2"});
+}
+
+TEST(Bank, OverLoopbackWorkersMoneyIsConservedAcrossSigkillsAndRestoresUnaligned) {
+  RunWithRestores("unaligned", {"CAIRN_LOOPBACK_WORKERS=2"});
+}
 
 }  // namespace
 }  // namespace cairn::testing

@@ -100,10 +100,20 @@ bool Channel::Push(StreamElement&& e, BlockedHandler* handler) {
 
 bool Channel::TryPop(StreamElement* e) {
   if (!queue_.try_dequeue(*e)) return false;
-  if (unbounded_ && e->kind == StreamElement::Kind::kBatch)
-    popped_records_.store(popped_records_.load(std::memory_order_relaxed) + e->batch->size(),
-                          std::memory_order_relaxed);
-  if (producer_waiting_.load(std::memory_order_seq_cst)) producer_->Unpark();
+  if (e->kind == StreamElement::Kind::kBatch) {
+    popped_batches_.store(popped_batches_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (unbounded_)
+      popped_records_.store(popped_records_.load(std::memory_order_relaxed) + e->batch->size(),
+                            std::memory_order_relaxed);
+  }
+  if (notify_pops_ || producer_waiting_.load(std::memory_order_seq_cst)) producer_->Unpark();
+  return true;
+}
+
+bool Channel::PushReceived(StreamElement&& e) {
+  if (cancelled_.load(std::memory_order_acquire)) return false;
+  queue_.enqueue(std::move(e));  // allocates a new block when full; credits bound the batches
+  consumer_->Unpark();
   return true;
 }
 

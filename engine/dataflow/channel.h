@@ -90,6 +90,16 @@ class Channel {
   // Wakes and releases a producer blocked in Push; later pushes fail. Any thread.
   void Cancel();
 
+  // The receiving end of a remote channel (engine/net/remote_channel.h): its producer is the
+  // network. PushReceived enqueues without the capacity check (the sender's credits bound what
+  // arrives) and wakes the consumer; false once cancelled. With notify_pops the producer's Parker
+  // is woken at every pop, so the network hears that a batch left (popped_batches) and returns a
+  // credit. Set before the job starts.
+  bool PushReceived(StreamElement&& e);
+  void set_notify_pops(bool on) { notify_pops_ = on; }
+  // Batches the consumer took off the data lane (any thread, relaxed; written by the consumer).
+  uint64_t popped_batches() const { return popped_batches_.load(std::memory_order_relaxed); }
+
  private:
   bool TryEnqueue(StreamElement& e);  // producer; false when full (e untouched)
   bool EnqueueFeedback(StreamElement& e);  // producer, unbounded channels; false past the backlog limit
@@ -113,6 +123,8 @@ class Channel {
   // only when it was blocked; read by observers: the REST API's backpressure).
   std::atomic<uint64_t> blocked_ns_{0};
   std::atomic<bool> cancelled_{false};
+  bool notify_pops_ = false;
+  std::atomic<uint64_t> popped_batches_{0};  // written by the consumer only
 };
 
 }  // namespace cairn

@@ -157,9 +157,17 @@ std::vector<Channel*> Deployment::channel_ptrs() const {
   return v;
 }
 
+Channel* MakeLocalChannel(const ChannelSpec& cs, std::vector<std::unique_ptr<Channel>>* owned, Channel** consumer_end) {
+  owned->push_back(std::make_unique<Channel>(cs.name, cs.capacity, cs.from->parker(), cs.to->parker(),
+                                             /*unbounded=*/cs.feedback, cs.backlog_limit, cs.listener));
+  owned->back()->set_schema(cs.schema);
+  *consumer_end = owned->back().get();
+  return owned->back().get();
+}
+
 void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<SubtaskChain> subtasks, RestorePlan* restore,
                 SnapshotPersister* persister, TaskListener* tasks_listener, BacklogListener* backlog_listener,
-                Deployment* out) {
+                Deployment* out, const ChannelMaker& maker) {
   std::vector<std::vector<Task*>> chain_tasks(plan.chains.size());
   for (SubtaskChain& st : subtasks) {
     std::string name = plan.ChainName(spec, st.chain) + "[" + std::to_string(st.subtask) + "]";
@@ -181,12 +189,12 @@ void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<Subt
       if (!s.ok()) std::abort();  // the loader checked every key_by field against every input
     }
     auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {
-      out->channels.push_back(std::make_unique<Channel>(ChannelName(spec, plan, e, i, j), kChannelCapacity, a->parker(),
-                                                        b->parker(), /*unbounded=*/e.feedback,
-                                                        spec.checkpoint.max_feedback_backlog, backlog_listener));
-      out->channels.back()->set_schema(schema);
-      b->input_gate()->AddInput(GateInput{out->channels.back().get(), e.to_input, e.feedback});
-      return out->channels.back().get();
+      ChannelSpec cs{ChannelName(spec, plan, e, i, j), kChannelCapacity, a, b, e.feedback,
+                     spec.checkpoint.max_feedback_backlog, backlog_listener, schema};
+      Channel* consumer_end = nullptr;
+      Channel* producer_end = maker ? maker(cs, &out->channels, &consumer_end) : MakeLocalChannel(cs, &out->channels, &consumer_end);
+      b->input_gate()->AddInput(GateInput{consumer_end, e.to_input, e.feedback});
+      return producer_end;
     };
     if (e.rebalance) {
       // One shared queue; each consumer's slot has a stand-in channel for its name and schema.

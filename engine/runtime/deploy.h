@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,12 +57,32 @@ struct Deployment {
   std::vector<Channel*> channel_ptrs() const;
 };
 
+// One channel to make between two tasks.
+struct ChannelSpec {
+  std::string name;
+  size_t capacity = 0;  // batches
+  Task* from = nullptr;
+  Task* to = nullptr;
+  bool feedback = false;  // unbounded, with backlog_limit
+  uint64_t backlog_limit = 0;
+  BacklogListener* listener = nullptr;
+  SchemaRef schema;
+};
+// Makes the channel of `spec` into `owned`: returns the Channel `from` pushes into and sets
+// *consumer_end to the one `to` reads (the same Channel in one process; the two ends of a
+// remote channel when the tasks run in different workers, engine/runtime/loopback_workers.h).
+using ChannelMaker = std::function<Channel*(const ChannelSpec& spec, std::vector<std::unique_ptr<Channel>>* owned,
+                                            Channel** consumer_end)>;
+// The default: one local Channel between the two tasks' parkers.
+Channel* MakeLocalChannel(const ChannelSpec& spec, std::vector<std::unique_ptr<Channel>>* owned, Channel** consumer_end);
+
 // Makes one Task per subtask (with its restored channel state, taken from restore->channels)
 // and the channels of every plan edge: forward edges link subtask i to subtask i, hash edges
 // every producer subtask to every consumer subtask; feedback channels are unbounded.
 // Tasks report to `tasks_listener`, channels to `backlog_listener`; both outlive the deployment.
+// `maker` (default: one local Channel per edge) makes the channels.
 void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<SubtaskChain> subtasks, RestorePlan* restore,
                 SnapshotPersister* persister, TaskListener* tasks_listener, BacklogListener* backlog_listener,
-                Deployment* out);
+                Deployment* out, const ChannelMaker& maker = nullptr);
 
 }  // namespace cairn

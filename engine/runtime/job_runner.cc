@@ -20,6 +20,7 @@
 #include "engine/dataflow/operator_capabilities.h"
 #include "engine/runtime/checkpoint_dir_lock.h"
 #include "engine/runtime/deploy.h"
+#include "engine/runtime/loopback_workers.h"
 #include "engine/runtime/execution_plan.h"
 #include "engine/runtime/restore.h"
 #include "engine/runtime/task.h"
@@ -272,6 +273,21 @@ Status ParseSlowSubtask(const JobSpec& spec, std::string* op, uint32_t* subtask,
 // CAIRN_INJECT_FAILURE=<operator>:<n>[,<n>...]: in attempt k (0: the first run, then each
 // in-process restart) the first subtask of the (non-source) task running <operator> fails once
 // it has read n_k records; attempts past the list run without a failure. Test-only.
+// CAIRN_LOOPBACK_WORKERS=<n>: run the tasks as if on n workers, the channels between them over
+// loopback TCP (engine/runtime/loopback_workers.h). 0 or unset: every channel in memory. Test-only.
+Status ParseLoopbackWorkers(uint32_t* n) {
+  *n = 0;
+  const char* env = getenv("CAIRN_LOOPBACK_WORKERS");
+  if (env == nullptr || *env == '\0') return Status::OK();
+  char* end = nullptr;
+  const unsigned long x = std::strtoul(env, &end, 10);
+  if (*end != '\0' || x > 64 || env[0] == '-')
+    return Status::InvalidArgument(std::string("CAIRN_LOOPBACK_WORKERS=") + env +
+                                   ": expected a number of workers in 0..64 (docs/scale-out.md)");
+  *n = static_cast<uint32_t>(x);
+  return Status::OK();
+}
+
 Status ParseInjectedFailures(const JobSpec& spec, std::string* op, std::vector<uint64_t>* after) {
   const char* env = getenv("CAIRN_INJECT_FAILURE");
   if (env == nullptr || *env == '\0') return Status::OK();
@@ -417,6 +433,9 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
   std::string inject_op;
   std::vector<uint64_t> inject_after;
   CAIRN_RETURN_IF_ERROR(ParseInjectedFailures(spec, &inject_op, &inject_after));
+  // Test-only: the channels between tasks over loopback TCP (docs/scale-out.md).
+  uint32_t loopback_workers = 0;
+  CAIRN_RETURN_IF_ERROR(ParseLoopbackWorkers(&loopback_workers));
 
   // SIGINT/SIGTERM cancel and SIGUSR1 dumps from here on; the old handlers are back on return.
   struct SignalScope {
@@ -457,7 +476,13 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     std::unique_ptr<CheckpointCoordinator> coordinator;
     SnapshotPersister persister(kPersisterThreads, [&coordinator](TaskAck ack) { coordinator->Acknowledge(std::move(ack)); });
     Deployment job;
-    BuildTasks(spec, plan, std::move(subtasks), &restore, &persister, &control, &control, &job);
+    std::unique_ptr<LoopbackWorkers> loopback;  // declared after `job`: stopped before the channels go
+    if (loopback_workers > 0)
+      CAIRN_RETURN_IF_ERROR(
+          LoopbackWorkers::Create(plan, loopback_workers, [&control](const Status& f) { control.Fail(f); }, &loopback));
+    BuildTasks(spec, plan, std::move(subtasks), &restore, &persister, &control, &control, &job,
+               loopback ? loopback->maker() : ChannelMaker());
+    if (loopback) CAIRN_RETURN_IF_ERROR(loopback->Start());
     const std::vector<Task*> tasks = job.task_ptrs();
     if (attempt < inject_after.size())
       for (Task* t : tasks)
