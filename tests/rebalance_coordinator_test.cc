@@ -40,13 +40,6 @@ class NoFailure : public CheckpointCoordinator::Listener {
   void JobFailed(const Status& s) override { ADD_FAILURE() << s.message(); }
 };
 
-// Waits (parking in steps, up to a minute) until `done` holds; false if it never did.
-template <typename F>
-bool WaitFor(F done) {
-  for (int i = 0; i < 60000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return done();
-}
-
 TaskAck Ack(CheckpointId id, int task, std::vector<RebalanceCount> counts) {
   TaskAck a;
   a.id = id;
@@ -68,11 +61,11 @@ TEST(RebalanceCoordinator, CompletesOnlyWhenSentEqualsReceivedOverTheEdge) {
   c.Start();
 
   // Checkpoint 1: 5 sent, 2 + 2 received: a batch is missing from the records, so it fails.
-  ASSERT_TRUE(WaitFor([&] { return producer.triggered() >= 1; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return producer.triggered() >= 1; }));
   c.Acknowledge(Ack(1, 0, {{"p[*]->c[*]", 5, 0, 0}}));
   c.Acknowledge(Ack(1, 1, {{"p[*]->c[*]", 0, 1, 1}}));
   c.Acknowledge(Ack(1, 2, {{"p[*]->c[*]", 0, 2, 0}}));
-  ASSERT_TRUE(WaitFor([&] { return c.stats().failed >= 1; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return c.stats().failed >= 1; }));
   EXPECT_EQ(c.stats().completed, 0u);
   const std::vector<CheckpointRecord> h = c.History();
   ASSERT_FALSE(h.empty());
@@ -83,12 +76,12 @@ TEST(RebalanceCoordinator, CompletesOnlyWhenSentEqualsReceivedOverTheEdge) {
   EXPECT_FALSE(std::filesystem::exists(dir / "ck/chk-1/_metadata"));
 
   // The next checkpoint: 5 sent, 2 before + 1 after and 2 before received: complete.
-  ASSERT_TRUE(WaitFor([&] { return producer.triggered() >= 2; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return producer.triggered() >= 2; }));
   const CheckpointId id = producer.triggered();
   c.Acknowledge(Ack(id, 0, {{"p[*]->c[*]", 5, 0, 0}}));
   c.Acknowledge(Ack(id, 1, {{"p[*]->c[*]", 0, 2, 1}}));
   c.Acknowledge(Ack(id, 2, {{"p[*]->c[*]", 0, 2, 0}}));
-  ASSERT_TRUE(WaitFor([&] { return c.stats().completed >= 1; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return c.stats().completed >= 1; }));
   EXPECT_EQ(c.stats().last_completed_id, id);
   EXPECT_TRUE(std::filesystem::exists(dir / ("ck/chk-" + std::to_string(id) + "/_metadata")));
   c.Stop();

@@ -26,18 +26,6 @@ using ::testing::HasSubstr;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr auto kHangGuard = std::chrono::seconds(120);
-
-// Polls `cond` until it holds; fails the test after kHangGuard (a hang, not a timing check).
-template <typename F>
-bool PollUntil(F cond) {
-  const auto deadline = std::chrono::steady_clock::now() + kHangGuard;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
 
 class SavepointRestTest : public ::testing::Test {
  protected:

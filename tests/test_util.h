@@ -1,10 +1,12 @@
 // Test helpers: scratch directories and running the cairn binary as a child process.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace cairn {
@@ -62,6 +64,18 @@ OperatorStateStore* FreshListStates();
 // Writes `text` to `path`.
 void WriteText(const std::string& path, const std::string& text);
 std::string ReadText(const std::string& path);
+
+// Polls `cond` (every 20 ms) until it holds; false after two minutes: a guard against a hang,
+// not a timing expectation.
+template <typename F>
+bool PollUntil(F cond) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
 
 }  // namespace cairn::testing
 
