@@ -30,6 +30,7 @@
 #include "engine/base/parker.h"
 #include "operators/generator_source.h"
 #include "jobs/registry.h"
+#include "state/changelog_segment.h"
 #include "state/keyed_state.h"
 #include "state/rocksdb_state_store.h"
 
@@ -356,6 +357,27 @@ void BM_SnapshotTakeDelta(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(dirty));
 }
 BENCHMARK(BM_SnapshotTakeDelta)->Arg(1000000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+// --- Encoding a changelog segment (state.changelog's asynchronous part, before its write) ---
+// range(0) keys in the table, all changed: the delta's entries come in the table's slot order
+// and point at their keys in the arena (in insertion order), so each key is a random access.
+
+void BM_EncodeChangelogSegment(benchmark::State& state) {
+  const size_t keys = static_cast<size_t>(state.range(0));
+  const std::vector<std::string> k = DistinctKeys(keys);
+  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
+  for (const std::string& s : k) kv.Add(s, 1);
+  const std::unique_ptr<StateDelta> delta = kv.TakeDelta();
+  size_t bytes = 0;
+  for (auto _ : state) {
+    const std::string segment = EncodeChangelogSegment(*delta);
+    bytes = segment.size();
+    benchmark::DoNotOptimize(segment.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(keys));
+  state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+}
+BENCHMARK(BM_EncodeChangelogSegment)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 // --- Persisting a delta: WriteBatch + flush + RocksDB checkpoint (what the persister does) --
 

@@ -38,7 +38,7 @@ constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 
 const std::vector<std::string> kTopKeys = {"job", "parallelism", "max_parallelism", "checkpoint", "restart", "state", "operators"};
 const std::vector<std::string> kRestartKeys = {"strategy", "attempts", "delay", "max_delay"};
-const std::vector<std::string> kStateKeys = {"backend", "changelog", "materialize_interval", "rocksdb"};
+const std::vector<std::string> kStateKeys = {"backend", "changelog", "materialize_interval", "materialize_ratio", "rocksdb"};
 const std::vector<std::string> kStateRocksDbKeys = {"block_cache", "write_buffer"};
 const char* const kBytesForms = "a size in bytes (e.g. 64MB, 512KB, 1GB, or a number of bytes)";
 const std::vector<std::string> kCheckpointKeys = {
@@ -221,7 +221,7 @@ Status ApplyOverride(const std::string& arg, const Locator& loc, YAML::Node root
     target = root["restart"];
     found = true;
   } else if (head == "state") {
-    const std::string known = "known keys: backend, changelog, materialize_interval, rocksdb.block_cache, rocksdb.write_buffer";
+    const std::string known = "known keys: backend, changelog, materialize_interval, materialize_ratio, rocksdb.block_cache, rocksdb.write_buffer";
     const bool rocks = parts.size() == 3 && parts[1] == "rocksdb";
     if (!(parts.size() == 2 && parts[1] != "rocksdb") && !rocks)
       return SetError(path, "expected state.<key> (" + known + ")");
@@ -475,6 +475,14 @@ Status JobReader::ReadState(const Entry& e, StateBackendOptions* st) {
     Millis d{0};
     CAIRN_RETURN_IF_ERROR(Duration(v, "state.materialize_interval", true, &d));
     st->materialize_interval_ms = static_cast<uint64_t>(d.count());
+  }
+  if (Entry v = Find(m, "materialize_ratio"); v.present) {
+    const char* expected = "a number >= 0 (0: materialize by state.materialize_interval only)";
+    std::string text;
+    CAIRN_RETURN_IF_ERROR(Text(v, "state.materialize_ratio", expected, &text));
+    double r = 0;
+    if (!ParseDouble(text, &r) || !(r >= 0) || r > 1e6) return Expected(v, "state.materialize_ratio", expected);
+    st->materialize_ratio = r;
   }
   if (Entry r = Find(m, "rocksdb"); r.present) {
     if (!r.value.IsMap()) return Expected(r, "state.rocksdb", "a map (keys: " + Join(kStateRocksDbKeys) + ")");

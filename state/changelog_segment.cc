@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <climits>
+#include <cassert>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 
@@ -27,19 +29,6 @@ namespace {
 
 // Entry kinds (the first byte of an entry).
 enum : uint8_t { kPut = 0, kDelete = 1, kNamedPut = 2, kNamedDelete = 3 };
-
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-void PutBytes(std::string* out, std::string_view b) {
-  PutVarint(out, b.size());
-  out->append(b.data(), b.size());
-}
 
 // A bounds-checked reader of the encoding above.
 struct Reader {
@@ -71,22 +60,71 @@ int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cas
 
 }  // namespace
 
+namespace {
+
+size_t VarintLength(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+char* PutVarintAt(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+char* PutBytesAt(char* p, std::string_view b) {
+  p = PutVarintAt(p, b.size());
+  std::memcpy(p, b.data(), b.size());
+  return p + b.size();
+}
+
+}  // namespace
+
 std::string EncodeChangelogSegment(const StateDelta& delta) {
-  std::string out;
-  out.reserve(kMagic.size() + delta.keys.size() + delta.entries.size() * 6);
-  out.append(kMagic);
+  // Sized exactly first (from the entries alone: no pass over the keys), then written in
+  // place: a segment of the whole state is tens of megabytes, which growing by appends would
+  // copy and fault in about twice.
+  size_t size = kMagic.size();
   for (const StateDelta::Entry& e : delta.entries) {
-    out.push_back(static_cast<char>(e.deleted ? kDelete : kPut));
-    PutVarint(&out, e.key_group);
-    PutBytes(&out, delta.key(e));
-    if (!e.deleted) PutVarint(&out, ZigZag(e.value));
+    size += 1 + VarintLength(e.key_group) + VarintLength(e.key_length) + e.key_length;
+    if (!e.deleted) size += VarintLength(ZigZag(e.value));
   }
   for (const StateDelta::NamedEntry& e : delta.named) {
-    out.push_back(static_cast<char>(e.deleted ? kNamedDelete : kNamedPut));
-    PutBytes(&out, e.state);
-    PutBytes(&out, e.key);
-    if (!e.deleted) PutBytes(&out, e.value);
+    size += 1 + VarintLength(e.state.size()) + e.state.size() + VarintLength(e.key.size()) + e.key.size();
+    if (!e.deleted) size += VarintLength(e.value.size()) + e.value.size();
   }
+  std::string out;
+  out.resize(size);
+  char* p = out.data();
+  std::memcpy(p, kMagic.data(), kMagic.size());
+  p += kMagic.size();
+  // The keys lie in the table's arena in insertion order and the entries come in slot order:
+  // each key is a cache miss unless it is fetched ahead (measured: BM_EncodeChangelogSegment).
+  constexpr size_t kAhead = 16;
+  const size_t n = delta.entries.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(delta.key(delta.entries[i + kAhead]).data());
+    const StateDelta::Entry& e = delta.entries[i];
+    *p++ = static_cast<char>(e.deleted ? kDelete : kPut);
+    p = PutVarintAt(p, e.key_group);
+    p = PutBytesAt(p, delta.key(e));
+    if (!e.deleted) p = PutVarintAt(p, ZigZag(e.value));
+  }
+  for (const StateDelta::NamedEntry& e : delta.named) {
+    *p++ = static_cast<char>(e.deleted ? kNamedDelete : kNamedPut);
+    p = PutBytesAt(p, e.state);
+    p = PutBytesAt(p, e.key);
+    if (!e.deleted) p = PutBytesAt(p, e.value);
+  }
+  assert(static_cast<size_t>(p - out.data()) == size);
   return out;
 }
 
@@ -128,34 +166,50 @@ bool SameEntry(const ChangelogEntry& a, const ChangelogEntry& b) {
 }
 
 // A set of entries of `out` (by index), open addressing with linear probing: no allocation
-// per entry, which a node-based set spends most of a coalescing on.
+// per entry, which a node-based set spends most of a coalescing on. 8 bytes a slot (the
+// entry's index and 32 bits of its hash), at most 0.7 full: a coalescing of millions of keys
+// holds one slot array beside its entries.
 class EntrySet {
  public:
-  EntrySet(const std::vector<ChangelogEntry>* out, size_t expected) : out_(out) { Resize(expected * 2 + 16); }
+  EntrySet(const std::vector<ChangelogEntry>* out, size_t expected) : out_(out) { Resize(expected * 10 / 7 + 16); }
+  // Adds entry `idx` of *out, which no entry in the set equals (a segment holds each key once).
+  void AddDistinct(uint32_t idx) {
+    Grow();
+    const uint64_t h = EntryHash((*out_)[idx]);
+    size_t i = h & mask_;
+    while (slots_[i].index != kEmpty) i = (i + 1) & mask_;
+    slots_[i] = Slot{idx, Tag(h)};
+    ++count_;
+  }
   // True when no entry of the same (state, key group, key) is in the set; then out->back()
   // (which the caller just appended) is added.
   bool AddLast() {
-    if ((count_ + 1) * 10 > slots_.size() * 7) Resize(slots_.size() * 2);
+    Grow();
     const uint32_t idx = static_cast<uint32_t>(out_->size() - 1);
     const ChangelogEntry& e = (*out_)[idx];
     const uint64_t h = EntryHash(e);
+    const uint32_t tag = Tag(h);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.index == kEmpty) {
-        s = Slot{h, idx};
+        s = Slot{idx, tag};
         ++count_;
         return true;
       }
-      if (s.hash == h && SameEntry((*out_)[s.index], e)) return false;
+      if (s.tag == tag && SameEntry((*out_)[s.index], e)) return false;
     }
   }
 
  private:
   static constexpr uint32_t kEmpty = UINT32_MAX;
   struct Slot {
-    uint64_t hash = 0;
     uint32_t index = kEmpty;
+    uint32_t tag = 0;  // the hash's high bits (the low ones chose the slot)
   };
+  static uint32_t Tag(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
+  void Grow() {
+    if ((count_ + 1) * 10 > slots_.size() * 7) Resize(slots_.size() * 2);
+  }
   void Resize(size_t want) {
     size_t n = 16;
     while (n < want) n *= 2;
@@ -165,7 +219,7 @@ class EntrySet {
     mask_ = n - 1;
     for (const Slot& s : old) {
       if (s.index == kEmpty) continue;
-      size_t i = s.hash & mask_;
+      size_t i = EntryHash((*out_)[s.index]) & mask_;
       while (slots_[i].index != kEmpty) i = (i + 1) & mask_;
       slots_[i] = s;
     }
@@ -179,13 +233,14 @@ class EntrySet {
 }  // namespace
 
 Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vector<std::string>* buffers,
-                                 std::vector<ChangelogEntry>* out) {
+                                 std::vector<ChangelogEntry>* out, const std::atomic<bool>* stop) {
   buffers->assign(paths.size(), std::string());
   out->clear();
   std::unique_ptr<EntrySet> seen;
   // Newest first: an entry of a key already seen is older, and superseded. A segment holds
   // each key once, so the newest needs no look-up, and sizes the set.
   for (size_t i = paths.size(); i-- > 0;) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::Aborted("stopped");
     const bool newest = i + 1 == paths.size();
     CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(paths[i], &(*buffers)[i], [&](const ChangelogEntry& e) {
       out->push_back(e);
@@ -193,15 +248,10 @@ Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vec
       return Status::OK();
     }));
     if (newest && paths.size() > 1) {
-      // The newest segment's entries into the set (they are distinct), sized for them all.
-      std::vector<ChangelogEntry> first;
-      first.swap(*out);
-      seen = std::make_unique<EntrySet>(out, first.size() * 2);
-      out->reserve(first.size() * 2);
-      for (const ChangelogEntry& e : first) {
-        out->push_back(e);
-        seen->AddLast();
-      }
+      // The newest segment's entries into the set (they are distinct), sized for them: the
+      // older segments of a state whose keys all change add few.
+      seen = std::make_unique<EntrySet>(out, out->size());
+      for (size_t k = 0; k < out->size(); ++k) seen->AddDistinct(static_cast<uint32_t>(k));
     }
   }
   // Named states' stored keys begin with the key group (EncodeEntryKey): their byte order is

@@ -15,6 +15,7 @@
 // long as a checkpoint lists it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -36,12 +37,12 @@ std::string EncodeChangelogSegment(const StateDelta& delta);
 
 // One entry of a segment. `state` empty: the default state (`key` the key, `int64` its value);
 // else a named state (`key` the stored key, `value` the stored bytes).
-struct ChangelogEntry {
+struct ChangelogEntry {  // 64 bytes: a coalescing holds one per distinct key
   std::string_view state;
-  uint32_t key_group = 0;
   std::string_view key;
-  int64_t int64 = 0;
   std::string_view value;
+  int64_t int64 = 0;
+  uint32_t key_group = 0;
   bool deleted = false;
 };
 
@@ -54,7 +55,8 @@ Status ReadChangelogSegment(const std::string& path, std::string* bytes,
 // (state, key group, key) only, sorted by state and then by stored key order (key group, then
 // key bytes), so that writing them into RocksDB inserts in key order. *buffers holds the
 // segments' bytes the entries point into.
+// With `stop`, gives up (Aborted) once it is set, between segments.
 Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vector<std::string>* buffers,
-                                 std::vector<ChangelogEntry>* out);
+                                 std::vector<ChangelogEntry>* out, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace cairn

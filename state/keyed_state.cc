@@ -7,10 +7,13 @@
 // rebuilds that list because it moves slots.
 #include "state/keyed_state.h"
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "engine/base/short_bytes.h"
 
 namespace cairn {
 
@@ -73,7 +76,7 @@ size_t KeyedInt64State::FindOrInsert(std::string_view key, uint64_t hash, bool* 
     Slot& s = slots_[i];
     if (!s.used) break;
     if (s.hash == hash && s.key_length == key.size() &&
-        (key.empty() || std::memcmp(s.key, key.data(), key.size()) == 0)) {
+        EqualShortBytes(s.key, key.data(), key.size())) {
       *inserted = false;
       if (__builtin_expect(s.removed, 0)) {  // back from the dead: a new entry with value 0
         s.removed = false;
@@ -190,7 +193,7 @@ bool KeyedInt64State::Get(std::string_view key, int64_t* value) const {
     const Slot& s = slots_[i];
     if (!s.used) return false;
     if (s.hash == hash && s.key_length == key.size() &&
-        (key.empty() || std::memcmp(s.key, key.data(), key.size()) == 0)) {
+        EqualShortBytes(s.key, key.data(), key.size())) {
       if (s.removed) return false;
       *value = s.value;
       return true;
@@ -223,7 +226,7 @@ void KeyedInt64State::Remove(std::string_view key, bool mark_dirty) {
     Slot& s = slots_[i];
     if (!s.used) return;
     if (s.hash == hash && s.key_length == key.size() &&
-        (key.empty() || std::memcmp(s.key, key.data(), key.size()) == 0)) {
+        EqualShortBytes(s.key, key.data(), key.size())) {
       if (s.removed) return;
       s.removed = true;
       s.value = 0;
@@ -241,6 +244,26 @@ void KeyedInt64State::LoadEntry(std::string_view key, int64_t value) {
   bool inserted;
   size_t i = FindOrInsert(key, hash, &inserted);
   slots_[i].value = value;
+}
+
+void KeyedInt64State::LoadEntries(const std::string_view* keys, const int64_t* values, size_t n) {
+  constexpr size_t kBatch = 32;
+  uint64_t hashes[kBatch];
+  for (size_t b = 0; b < n; b += kBatch) {
+    const size_t m = std::min(kBatch, n - b);
+    for (size_t i = 0; i < m; ++i) {
+      hashes[i] = KeyHash(keys[b + i]);
+      PrefetchSlot(hashes[i]);
+    }
+    for (size_t i = 0; i < m; ++i) {
+      if (!Owns(hashes[i])) {
+        RecordForeignKey(keys[b + i], hashes[i]);
+        continue;
+      }
+      bool inserted;
+      slots_[FindOrInsert(keys[b + i], hashes[i], &inserted)].value = values[b + i];
+    }
+  }
 }
 
 std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {

@@ -36,6 +36,10 @@ Status StateBackend::ReadStates(const std::string& dir, const StateEntryFn& fn) 
   });
 }
 
+Status StateBackend::VerifySnapshot(const std::string& dir) const {
+  return ReadStates(dir, [](const StateEntry&) {});
+}
+
 namespace {
 
 class RocksDbStateBackend : public StateBackend {
@@ -90,6 +94,7 @@ class RocksDbStateBackend : public StateBackend {
   Status ReadStates(const std::string& dir, const StateEntryFn& fn) const override {
     return RocksDbStateStore::ReadStates(dir, fn);
   }
+  Status VerifySnapshot(const std::string& dir) const override { return RocksDbStateStore::VerifySnapshot(dir); }
 
  private:
   Status Finish(std::unique_ptr<RocksDbStateStore> db, uint32_t max_parallelism, KeyGroupRange key_groups,

@@ -13,6 +13,7 @@
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -37,6 +38,8 @@ namespace {
 constexpr size_t kKeyGroupPrefixSize = 2;
 constexpr size_t kValueSize = 8;
 constexpr size_t kRestoreBatchEntries = 64 * 1024;
+// Reads ahead of sequential scans of a snapshot's SST files (pre-flight and restore).
+constexpr size_t kScanReadahead = 2 << 20;
 
 // An info logger that drops everything, given to read-only opens so that no LOG file can
 // ever be written into a snapshot directory.
@@ -212,8 +215,9 @@ using FamilyFn = std::function<Status(std::string_view state, rocksdb::ColumnFam
 
 // Applies the changelog segments `paths` (in write order) to `db`, coalesced and in key order
 // (CoalesceChangelogSegments), in batches (no WAL); `family` gives the column family of a named
-// state, made when missing.
-Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family);
+// state, made when missing. With `stop`, gives up (Aborted) once it is set, between batches.
+Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family,
+                     const std::atomic<bool>* stop = nullptr);
 
 // Writes every column family's memtable to SST files.
 rocksdb::Status FlushFamilies(rocksdb::DB* db, const std::map<std::string, rocksdb::ColumnFamilyHandle*>& families) {
@@ -258,11 +262,14 @@ Status OpenedFamily(OpenedDb* db, const rocksdb::Options& o, std::string_view st
   return Status::OK();
 }
 
-Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family) {
+Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family,
+                     const std::atomic<bool>* stop) {
   if (paths.empty()) return Status::OK();
   std::vector<std::string> buffers;
   std::vector<ChangelogEntry> entries;
-  CAIRN_RETURN_IF_ERROR(CoalesceChangelogSegments(paths, &buffers, &entries));
+  CAIRN_RETURN_IF_ERROR(CoalesceChangelogSegments(paths, &buffers, &entries, stop));
+  auto stopped = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
+  if (stopped()) return Status::Aborted("stopped");
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
   rocksdb::WriteBatch batch;
@@ -294,6 +301,7 @@ Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, con
       s = db->Write(wo, &batch);
       if (!s.ok()) return FromRocks(s, "cannot apply changelog segments up to", paths.back());
       batch.Clear();
+      if (stopped()) return Status::Aborted("stopped");
     }
   }
   return Status::OK();
@@ -438,6 +446,48 @@ Status LinkSnapshotFiles(const std::string& snapshot_dir, const std::string& wor
   return Status::OK();
 }
 
+// Default-state entries gathered into batches for KeyedInt64State::LoadEntries (their keys
+// copied: an iterator's key lives until its Next).
+class LoadBatch {
+ public:
+  explicit LoadBatch(KeyedInt64State* state) : state_(state) {}
+  ~LoadBatch() { Flush(); }
+  void Add(std::string_view key, int64_t value) {
+    offsets_.push_back(keys_.size());
+    keys_.append(key);
+    values_.push_back(value);
+    if (values_.size() == kEntries) Flush();
+  }
+  void Flush() {
+    if (values_.empty()) return;
+    std::string_view views[kEntries];
+    for (size_t i = 0; i < values_.size(); ++i) {
+      const size_t end = i + 1 < values_.size() ? offsets_[i + 1] : keys_.size();
+      views[i] = std::string_view(keys_.data() + offsets_[i], end - offsets_[i]);
+    }
+    state_->LoadEntries(views, values_.data(), values_.size());
+    keys_.clear();
+    offsets_.clear();
+    values_.clear();
+  }
+
+ private:
+  static constexpr size_t kEntries = 256;
+  KeyedInt64State* const state_;
+  std::string keys_;
+  std::vector<size_t> offsets_;
+  std::vector<int64_t> values_;
+};
+
+// ReadOptions of a scan that reads every block of a snapshot once, in order: read ahead, and
+// leave the block cache alone (the blocks are not read again; caching them costs allocations).
+rocksdb::ReadOptions ScanOptions() {
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.readahead_size = kScanReadahead;
+  return ro;
+}
+
 // Loads every entry of `db` (a database restored from `snapshot_dir`) into `state` (the
 // default state) and `named` (the others), each when non-null; all must lie in `range`.
 Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRange& range, KeyedInt64State* state,
@@ -445,7 +495,9 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
   for (size_t f = 0; f < db->handles.size(); ++f) {
     const bool is_default = f == 0;
     if (is_default ? state == nullptr : named == nullptr) continue;
-    std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator(rocksdb::ReadOptions(), db->handles[f]));
+    std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator(ScanOptions(), db->handles[f]));
+    std::unique_ptr<LoadBatch> batch;
+    if (is_default) batch = std::make_unique<LoadBatch>(state);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       uint32_t kg;
       std::string_view key;
@@ -463,7 +515,7 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
                                   " outside its range " + range.ToString());
       }
       if (is_default) {
-        state->LoadEntry(key, value);
+        batch->Add(key, value);
       } else {
         CAIRN_RETURN_IF_ERROR(named->LoadNamed(db->names[f], std::string_view(it->key().data(), it->key().size()),
                                                std::string_view(it->value().data(), it->value().size()))
@@ -482,6 +534,9 @@ Status LoadSegments(const std::vector<std::string>& paths, const std::string& sn
                     KeyedInt64State* state, HeapKeyedStateBackend* named) {
   std::string buffer;
   for (const std::string& path : paths) {
+    // A segment holds each key once, so its puts may be loaded in any order among themselves
+    // (in batches) and its removals at once; the batch is loaded before the next segment.
+    LoadBatch batch(state);
     CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(path, &buffer, [&](const ChangelogEntry& e) -> Status {
       uint32_t kg = e.key_group;
       if (!e.state.empty()) {
@@ -498,7 +553,7 @@ Status LoadSegments(const std::vector<std::string>& paths, const std::string& sn
       if (e.deleted) {
         state->LoadRemoval(e.key);
       } else {
-        state->LoadEntry(e.key, e.int64);
+        batch.Add(e.key, e.int64);
       }
       return Status::OK();
     }));
@@ -747,16 +802,18 @@ Status RocksDbStateStore::StartChangelog(bool stage, const std::string* snapshot
       CAIRN_RETURN_IF_ERROR(LinkOrCopy(*snapshot + "/" + name, m.dir + "/" + name));
       m.files.push_back(name);
     }
-    std::vector<uint64_t> seqs;
+    std::vector<Segment> seqs;
     for (const SharedFileRef& r : *refs) {
       if (IsChangelogSegmentName(r.name)) {
-        seqs.push_back(++last_seq_);
-        CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, SegmentPath(seqs.back())));
+        seqs.push_back(Segment{++last_seq_, 0});
+        CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, SegmentPath(seqs.back().seq)));
+        seqs.back().bytes = fs::file_size(SegmentPath(seqs.back().seq), ec);
       } else {
         CAIRN_RETURN_IF_ERROR(LinkOrCopy(r.path, m.dir + "/" + r.name));
         m.files.push_back(r.name);
       }
     }
+    m.bytes = FilesSize(m.dir);
     MutexLock l(&mu_);
     current_ = std::move(m);
     segments_ = std::move(seqs);
@@ -766,6 +823,7 @@ Status RocksDbStateStore::StartChangelog(bool stage, const std::string* snapshot
 }
 
 void RocksDbStateStore::StopChangelog() {
+  stopping_.store(true, std::memory_order_relaxed);
   {
     MutexLock l(&mu_);
     stop_ = true;
@@ -777,14 +835,17 @@ void RocksDbStateStore::StopChangelog() {
 Status RocksDbStateStore::MaterializeOnce(const std::vector<uint64_t>& seqs) {
   std::vector<std::string> paths;
   for (uint64_t seq : seqs) paths.push_back(SegmentPath(seq));
-  CAIRN_RETURN_IF_ERROR(ApplySegments(db_, paths, [this](std::string_view state, rocksdb::ColumnFamilyHandle** cf) {
-    return Family(std::string(state), cf);
-  }));
+  // A store being destroyed does not wait for the rest: nothing lists a materialization
+  // before it is staged, and the working database goes with the store.
+  CAIRN_RETURN_IF_ERROR(ApplySegments(
+      db_, paths, [this](std::string_view state, rocksdb::ColumnFamilyHandle** cf) { return Family(std::string(state), cf); },
+      &stopping_));
   rocksdb::Status s = FlushFamilies(db_, families_);
   if (!s.ok()) return FromRocks(s, "cannot flush keyed state in", dir_);
   Materialization m;
   CAIRN_RETURN_IF_ERROR(Stage(&m.dir));
   CAIRN_RETURN_IF_ERROR(ListDir(m.dir, &m.files));
+  m.bytes = FilesSize(m.dir);
   CAIRN_CRASH_POINT("materialize.staged");
   MutexLock l(&mu_);
   m.id = current_.id + 1;
@@ -794,6 +855,17 @@ Status RocksDbStateStore::MaterializeOnce(const std::vector<uint64_t>& seqs) {
   return Status::OK();
 }
 
+bool RocksDbStateStore::SizeTriggered() const {
+  // Not before this store's first checkpoint: a restore's segments wait until the job runs
+  // (the other subtasks may still be loading theirs).
+  if (options_.materialize_ratio <= 0 || !checkpointed_) return false;
+  uint64_t live = 0;
+  for (const Segment& g : segments_)
+    if (g.seq > current_.up_to) live += g.bytes;
+  const double bound = options_.materialize_ratio * static_cast<double>(current_.bytes);
+  return live >= options_.materialize_min_bytes && static_cast<double>(live) > bound;
+}
+
 void RocksDbStateStore::MaterializerLoop() {
   const auto interval = std::chrono::milliseconds(options_.materialize_interval_ms);
   uint64_t applied;
@@ -801,20 +873,25 @@ void RocksDbStateStore::MaterializerLoop() {
     MutexLock l(&mu_);
     applied = current_.up_to;
   }
+  bool failed = false;  // the last attempt failed: wait the whole interval before the next
   for (;;) {
     std::vector<uint64_t> seqs;
     {
       MutexLock l(&mu_);
+      // Every interval, or as soon as the segments since the last materialization outgrow
+      // state.materialize_ratio times its size (PersistChangelog signals).
       const auto deadline = std::chrono::steady_clock::now() + interval;
-      while (!stop_ && std::chrono::steady_clock::now() < deadline) cv_.WaitUntil(&mu_, deadline);
+      while (!stop_ && std::chrono::steady_clock::now() < deadline && (failed || !SizeTriggered()))
+        cv_.WaitUntil(&mu_, deadline);
       if (stop_) return;
-      for (uint64_t seq : segments_)
-        if (seq > applied) seqs.push_back(seq);
+      for (const Segment& g : segments_)
+        if (g.seq > applied) seqs.push_back(g.seq);
     }
     if (seqs.empty()) continue;
     // A failure leaves checkpoints on the previous materialization (with more segments); the
     // segments are applied again next time (their entries are values, not increments).
-    if (MaterializeOnce(seqs).ok()) applied = seqs.back();
+    failed = !MaterializeOnce(seqs).ok();
+    if (!failed) applied = seqs.back();
   }
 }
 
@@ -830,7 +907,16 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
     last_seq_ = seq;
     written += data.size() + kBlobFooterSize;
     MutexLock l(&mu_);
-    segments_.push_back(seq);
+    segments_.push_back(Segment{seq, data.size() + kBlobFooterSize});
+  }
+  {
+    bool trigger = false;
+    {
+      MutexLock l(&mu_);
+      checkpointed_ = true;
+      trigger = SizeTriggered();
+    }
+    if (trigger) cv_.SignalAll();
   }
   CAIRN_CRASH_POINT("persist.changelog_written");
   Materialization m;
@@ -838,8 +924,8 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
   {
     MutexLock l(&mu_);
     m = current_;
-    for (uint64_t seq : segments_)
-      if (seq > m.up_to) live.push_back(seq);
+    for (const Segment& g : segments_)
+      if (g.seq > m.up_to) live.push_back(g.seq);
   }
   // What this checkpoint lists: every file of the materialization, then the segments since.
   std::vector<SharedFileRef> refs;
@@ -885,11 +971,11 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
   {
     MutexLock l(&mu_);
     size_t keep = 0;
-    for (uint64_t seq : segments_) {
-      if (seq <= m.up_to) {
-        remove.push_back(SegmentPath(seq));
+    for (const Segment& g : segments_) {
+      if (g.seq <= m.up_to) {
+        remove.push_back(SegmentPath(g.seq));
       } else {
-        segments_[keep++] = seq;
+        segments_[keep++] = g;
       }
     }
     segments_.resize(keep);
@@ -1135,7 +1221,7 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
         st = store->Family(snap.names[f], &target);
         if (!st.ok()) return fail(st);
       }
-      std::unique_ptr<rocksdb::Iterator> it(snap.db->NewIterator(rocksdb::ReadOptions(), snap.handles[f]));
+      std::unique_ptr<rocksdb::Iterator> it(snap.db->NewIterator(ScanOptions(), snap.handles[f]));
       for (it->Seek(seek_key); it->Valid(); it->Next()) {
         uint32_t kg;
         std::string_view key;
@@ -1230,6 +1316,52 @@ Status RocksDbStateStore::ReadStates(const std::string& dir, const StateEntryFn&
   OpenedDb db;
   CAIRN_RETURN_IF_ERROR(OpenSnapshot(dir, "", &db));
   return db.Translate(ReadEveryState(db, dir, fn));
+}
+
+Status RocksDbStateStore::VerifySnapshot(const std::string& dir) {
+  CAIRN_RETURN_IF_ERROR(CheckSnapshotExists(dir));
+  std::vector<SharedFileRef> refs;
+  bool incremental = false;
+  CAIRN_RETURN_IF_ERROR(ReadSharedList(dir, &refs, &incremental));
+  OpenedDb db;
+  std::string open_dir = dir;
+  if (incremental) {
+    // The database files linked into a temporary directory (every listed file must exist);
+    // the segments are read where they are.
+    CAIRN_RETURN_IF_ERROR(MakeTempDir("", &db.temp_dir));
+    db.snapshot_dir = dir;
+    db.shared = refs;
+    CAIRN_RETURN_IF_ERROR(Materialize(dir, refs, db.temp_dir));
+    open_dir = db.temp_dir;
+    // Each segment: its checksum and its entries' shape, not applied anywhere.
+    std::string bytes;
+    for (const std::string& path : SegmentPaths(refs)) {
+      CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(path, &bytes, [&path](const ChangelogEntry& e) -> Status {
+        StateDescriptor d;
+        if (!e.state.empty() && !StateDescriptor::Decode(e.state, &d))
+          return Status::Corruption("changelog segment " + path + " holds an unknown state '" + std::string(e.state) + "'");
+        if (!e.state.empty() && e.key.size() < kKeyGroupPrefixSize)
+          return Status::Corruption("changelog segment " + path + ": malformed entry");
+        return Status::OK();
+      }));
+    }
+    // A changelog checkpoint taken before the first materialization has no database.
+    if (!PathExists(open_dir + "/CURRENT")) return Status::OK();
+  }
+  rocksdb::Status s = OpenFamilies(ReadOnlyOptions(), open_dir, /*read_only=*/true, &db);
+  if (!s.ok()) return db.Translate(FromRocks(s, "cannot open keyed state snapshot", dir));
+  for (const std::string& name : db.names) {
+    StateDescriptor d;
+    if (!FamilyDescriptor(name, &d))
+      return Status::Corruption("keyed state snapshot " + dir + " holds an unknown state '" + name + "'");
+  }
+  // Every block of every SST file read and its checksum checked, nothing decoded.
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.readahead_size = kScanReadahead;
+  s = db.db->VerifyChecksum(ro);
+  if (!s.ok()) return db.Translate(FromRocks(s, "keyed state snapshot is damaged:", dir));
+  return Status::OK();
 }
 
 Status RocksDbStateStore::WriteFullSnapshot(const std::string& dir, const std::string& target) {

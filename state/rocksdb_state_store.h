@@ -18,8 +18,9 @@
 // (state/changelog_segment.h) and lists, in SHARED, the files of the last materialization (a
 // local RocksDB checkpoint, every one of its files uploaded to shared_dir) plus the segments
 // written since. A background thread (the materializer) applies the segments to the database
-// and makes a new materialization every options.materialize_interval_ms; the checkpoint after
-// it references that one, and the local copies of what it replaced are removed.
+// and makes a new materialization every options.materialize_interval_ms, or sooner when the
+// segments since the last one outgrow options.materialize_ratio times its size; the checkpoint
+// after it references that one, and the local copies of what it replaced are removed.
 //
 // Contract: PersistAndCheckpoint is called from one persister thread per subtask, in
 // checkpoint order; Stage and the RocksDB backend's reads and writes from the task thread
@@ -27,6 +28,7 @@
 // Every RocksDB error comes back as a Status naming the directory.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <thread>
@@ -94,6 +96,10 @@ class RocksDbStateStore : public StateStore {
                              const std::function<void(uint32_t key_group, std::string_view key, int64_t value)>& fn);
   // Reads every entry of every state of a stored snapshot.
   static Status ReadStates(const std::string& dir, const StateEntryFn& fn);
+  // Checks the stored snapshot `dir` without applying it (a restore's pre-flight): its SHARED
+  // list, that every file it lists exists, every changelog segment's checksum and entries,
+  // and every block checksum of its database. NotFound / Corruption naming `dir` or the file.
+  static Status VerifySnapshot(const std::string& dir);
   // Writes the stored snapshot `dir` as a whole RocksDB database at `target` (which must not
   // exist): what a savepoint holds of a changelog checkpoint (state/savepoint.h).
   static Status WriteFullSnapshot(const std::string& dir, const std::string& target);
@@ -113,6 +119,11 @@ class RocksDbStateStore : public StateStore {
     std::string dir;       // the local RocksDB checkpoint (hard links into dir_)
     std::vector<std::string> files;  // its file names
     uint64_t up_to = 0;    // the last segment it holds
+    uint64_t bytes = 0;    // the size of its files: the state's, for state.materialize_ratio
+  };
+  struct Segment {
+    uint64_t seq = 0;
+    uint64_t bytes = 0;
   };
   // Starts the materializer. With `stage`, the database already holds state (a rescaled
   // restore): it is materialized first, synchronously, so that checkpoints reference it. With
@@ -125,6 +136,8 @@ class RocksDbStateStore : public StateStore {
   void StopChangelog();
   Status PersistChangelog(const StateDelta& delta, const std::string& checkpoint_dir, uint64_t* bytes);
   void MaterializerLoop() EXCLUDES(mu_);
+  // True when the segments since current_ outgrew state.materialize_ratio times its size.
+  bool SizeTriggered() const REQUIRES(mu_);
   // Applies the local segments `seqs` (ascending), flushes and stages a new
   // materialization (materializer thread, or restore before it starts).
   Status MaterializeOnce(const std::vector<uint64_t>& seqs) EXCLUDES(mu_);
@@ -146,9 +159,11 @@ class RocksDbStateStore : public StateStore {
   Mutex mu_;
   CondVar cv_;
   Materialization current_ GUARDED_BY(mu_);         // what checkpoints reference
-  std::vector<uint64_t> segments_ GUARDED_BY(mu_);  // local segments, ascending (those > current_.up_to are live)
+  std::vector<Segment> segments_ GUARDED_BY(mu_);  // local segments, ascending (those > current_.up_to are live)
   std::vector<std::pair<uint64_t, std::string>> retired_ GUARDED_BY(mu_);  // (id, dir) of those current_ replaced
   bool stop_ GUARDED_BY(mu_) = false;
+  bool checkpointed_ GUARDED_BY(mu_) = false;  // a checkpoint was persisted since the store opened
+  std::atomic<bool> stopping_{false};  // stop_, read by a running materialization between batches
   std::thread materializer_;
 };
 

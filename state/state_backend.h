@@ -48,6 +48,14 @@ struct StateBackendOptions {
   // (state/rocksdb_state_store.h); state.materialize_interval: how often that is made.
   bool changelog = false;
   uint64_t materialize_interval_ms = 10000;
+  // state.materialize_ratio: a materialization also starts as soon as the segments written
+  // since the last one add up to more than this times that materialization's size (and to at
+  // least materialize_min_bytes), so that a restore reads about (1 + ratio) times the state.
+  // 0 (the default, as Flink's changelog backend): by the interval only. On 2 cores with
+  // every key changing every second the materializer does not keep up with a ratio of 1 and
+  // costs the job CPU (docs/benchmarks.md, "Large keyed state").
+  double materialize_ratio = 0;
+  uint64_t materialize_min_bytes = 16ull << 20;  // not a job key: tests lower it
 };
 
 // One entry of a stored snapshot, of any state. For the default state: name "", kind value,
@@ -125,6 +133,11 @@ class StateBackend {
   // Visits every entry of every state of the stored snapshot at `dir` (errors as ReadSnapshot).
   // The default visits ReadSnapshot's entries as the default state.
   virtual Status ReadStates(const std::string& dir, const StateEntryFn& fn) const;
+  // A restore's pre-flight: checks the stored snapshot at `dir` by its checksums (every file
+  // it lists present, every block and changelog segment sound) without decoding its entries
+  // into anything, so that damage fails before anything on disk changes (errors as
+  // ReadSnapshot). The default reads it through with ReadStates.
+  virtual Status VerifySnapshot(const std::string& dir) const;
 };
 
 // The backend `options` names. Both keep one RocksDbStateStore per subtask

@@ -10,6 +10,7 @@
 #include "tests/bank_check.h"
 #include "tests/test_util.h"
 #include "tests/wordcount_check.h"
+#include "tests/worker_processes.h"
 
 namespace cairn::testing {
 namespace {
@@ -34,7 +35,9 @@ std::vector<std::string> BankArgs(const ScratchDir& dir, const std::string& mode
 // the throttle, whether any checkpoint caught a credit in flight depended on the machine: on a
 // loaded one every checkpoint could come while the feedback channels were empty.
 // `env`: e.g. CAIRN_LOOPBACK_WORKERS=N, the channels between N workers over loopback TCP.
-void RunToCompletion(const std::string& mode, const std::vector<std::string>& env = {}) {
+// `extra`: more flags, e.g. --local-workers N (worker processes, jobs/cli/cluster.h).
+void RunToCompletion(const std::string& mode, const std::vector<std::string>& env = {},
+                     const std::vector<std::string>& extra = {}) {
   ScratchDir dir;
   const std::string job = dir / "bank-throttled.yaml";
   WriteText(job,
@@ -58,6 +61,7 @@ void RunToCompletion(const std::string& mode, const std::vector<std::string>& en
   std::vector<std::string> args = BankArgs(dir, mode, "10ms");
   args[1] = job;
   args.resize(args.size() - 4);  // no operators.requests.count/rate: the file sets them
+  args.insert(args.end(), extra.begin(), extra.end());
   ExpectMoneyConservedToTheEnd(args, dir / "ck", kAccounts, kInitial, env);
 }
 
@@ -69,9 +73,11 @@ TEST(Bank, UnalignedCheckpointsConserveMoneyAndTheJobEndsOnItsOwn) { RunToComple
 // then a run to the end. The killed runs send 500 requests/s per subtask, so that they cannot
 // finish their 60000 requests (a minute at that pace) before their kill on any machine; the
 // last run sends as fast as it can.
-void RunWithRestores(const std::string& mode, const std::vector<std::string>& env = {}) {
+void RunWithRestores(const std::string& mode, const std::vector<std::string>& env = {},
+                     const std::vector<std::string>& extra = {}) {
   ScratchDir dir;
   std::vector<std::string> args = BankArgs(dir, mode, "30ms");
+  args.insert(args.end(), extra.begin(), extra.end());
   args.push_back("--restore");
   args.push_back("latest");
   ExpectMoneyConservedAcrossKills(args, dir.path(), kAccounts, kInitial, env);
@@ -95,6 +101,47 @@ TEST(Bank, OverLoopbackWorkersMoneyIsConservedAcrossSigkillsAndRestoresAligned) 
 
 TEST(Bank, OverLoopbackWorkersMoneyIsConservedAcrossSigkillsAndRestoresUnaligned) {
   RunWithRestores("unaligned", {"CAIRN_LOOPBACK_WORKERS=2"});
+}
+
+// The same with worker processes (`cairn run --local-workers N`): the tasks in 2 or 3 processes,
+// the checkpoint coordinator in the supervising one; the SIGKILLs of RunWithRestores hit the
+// coordinator, whose workers die with it.
+TEST(Bank, OnLocalWorkerProcessesAlignedCheckpointsConserveMoney) {
+  RunToCompletion("aligned", {}, {"--local-workers", "2"});
+}
+
+TEST(Bank, OnLocalWorkerProcessesUnalignedCheckpointsConserveMoney) {
+  RunToCompletion("unaligned", {}, {"--local-workers", "3"});
+}
+
+TEST(Bank, OnLocalWorkerProcessesMoneyIsConservedAcrossSigkillsOfTheCoordinatorUnaligned) {
+  RunWithRestores("unaligned", {}, {"--local-workers", "2"});
+}
+
+TEST(Bank, OnLocalWorkerProcessesMoneyIsConservedAcrossSigkillsOfTheCoordinatorAligned) {
+  RunWithRestores("aligned", {}, {"--local-workers", "3"});
+}
+
+// A worker process SIGKILLed twice while the job restarts in process (restart: fixed_delay) from
+// the latest checkpoint on a new generation, then `cairn run` SIGKILLed and the rest run with
+// `--restore latest` (tests/worker_processes.h): money is conserved in every checkpoint of every
+// generation. The killed runs send 500 requests/s per subtask (60000 take a minute), the last
+// one as fast as it can.
+void RunWithWorkerKills(const std::string& mode, int workers) {
+  ScratchDir dir;
+  std::vector<std::string> args = BankArgs(dir, mode, "30ms");
+  args.erase(args.begin() + 2);  // not --quiet: the restarts are notes
+  args.insert(args.end(), {"--set", "operators.requests.rate=500", "--local-workers", std::to_string(workers), "--set",
+                           "restart.strategy=fixed_delay", "--set", "restart.delay=0ms"});
+  ASSERT_NO_FATAL_FAILURE(KillWorkerProcessesThenFinish(args, dir.path(), static_cast<size_t>(workers), 2,
+                                                        {"--set", "operators.requests.rate=0"}));
+  ExpectEveryCheckpointConservesMoney(dir / "ck", kAccounts, kInitial);
+}
+
+TEST(Bank, OnLocalWorkerProcessesMoneyIsConservedAcrossSigkillsOfAWorkerAligned) { RunWithWorkerKills("aligned", 2); }
+
+TEST(Bank, OnLocalWorkerProcessesMoneyIsConservedAcrossSigkillsOfAWorkerUnaligned) {
+  RunWithWorkerKills("unaligned", 3);
 }
 
 }  // namespace

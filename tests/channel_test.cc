@@ -15,11 +15,10 @@
 #include <vector>
 
 #include "engine/base/parker.h"
+#include "tests/test_util.h"
 
 namespace cairn {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 pid_t ThreadId() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
@@ -32,22 +31,10 @@ char ThreadState(pid_t tid) {
   return paren == std::string::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
 }
 
-// Waits until `done()` holds; fails the test when it does not within a minute (a safety net
-// against a hang, not a timing expectation).
-template <typename Pred>
-bool WaitUntil(Pred done) {
-  const auto give_up = Clock::now() + std::chrono::minutes(1);
-  while (!done()) {
-    if (Clock::now() > give_up) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 // Waits until thread `tid` is asleep in the kernel. The threads this is used on make no
 // blocking call except the futex wait of Parker::Park, so asleep means parked.
 bool WaitUntilParked(pid_t tid) {
-  return WaitUntil([&] { return ThreadState(tid) == 'S'; });
+  return testing::PollUntil([&] { return ThreadState(tid) == 'S'; });
 }
 
 StreamElement BatchOf(std::initializer_list<std::string_view> keys) {
@@ -121,7 +108,7 @@ TEST_F(ChannelTest, FullChannelBlocksTheProducerUntilTheConsumerPops) {
       pushed.store(i);
     }
   });
-  ASSERT_TRUE(WaitUntil([&] { return producer_tid.load() != 0; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return producer_tid.load() != 0; }));
 
   // The producer fills the channel and parks: everything it pushed is still queued.
   ASSERT_TRUE(WaitUntilParked(producer_tid));
@@ -134,7 +121,7 @@ TEST_F(ChannelTest, FullChannelBlocksTheProducerUntilTheConsumerPops) {
   StreamElement e;
   ASSERT_TRUE(ch.TryPop(&e));
   EXPECT_EQ(e.barrier.id, 1u);
-  ASSERT_TRUE(WaitUntil([&] { return pushed.load() == held + 1; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return pushed.load() == held + 1; }));
   ASSERT_TRUE(WaitUntilParked(producer_tid));
   EXPECT_EQ(pushed.load(), held + 1);
   EXPECT_EQ(ch.SizeApprox(), held);
@@ -170,7 +157,7 @@ TEST_F(ChannelTest, CancelReleasesABlockedProducerWhosePushFails) {
       pushed.store(i);
     }
   });
-  ASSERT_TRUE(WaitUntil([&] { return producer_tid.load() != 0; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return producer_tid.load() != 0; }));
   ASSERT_TRUE(WaitUntilParked(producer_tid));
 
   ch.Cancel();
@@ -234,7 +221,7 @@ TEST_F(ChannelTest, PushWakesTheParkedConsumer) {
       consumer_.Park(ticket);
     }
   });
-  ASSERT_TRUE(WaitUntil([&] { return consumer_tid.load() != 0; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return consumer_tid.load() != 0; }));
   ASSERT_TRUE(WaitUntilParked(consumer_tid));
   ASSERT_TRUE(ch.Push(BarrierOf(9)));
   consumer.join();
@@ -309,7 +296,7 @@ TEST(ParkerTest, UnparkFromAnotherThreadWakesAParkedThread) {
     }
     woke = true;
   });
-  ASSERT_TRUE(WaitUntil([&] { return tid.load() != 0; }));
+  ASSERT_TRUE(testing::PollUntil([&] { return tid.load() != 0; }));
   ASSERT_TRUE(WaitUntilParked(tid));
   EXPECT_FALSE(woke.load());
   go_to_sleep = false;

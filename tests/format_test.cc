@@ -348,6 +348,28 @@ TEST(RecordFormatTest, LinesOfABatchAreTheLinesOfItsRowsWhateverTheirLengthsAndN
   EXPECT_EQ(got, "pi\t3.25\n\t\n");
 }
 
+TEST(RecordFormatTest, LinesWriteEveryInt64AtEachPowerOfTenBoundaryAsToCharsDoes) {
+  // The lines batch path formats int64s itself (digits from the bit length): each number of
+  // digits, each side of every power of ten, and both signs.
+  RecordBatch b(MakeSchema({{"n", FieldType::kInt64}}));
+  std::vector<int64_t> values = {0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  for (int64_t v = 1; v <= 1000; ++v) values.push_back(v);
+  for (int64_t p = 10; p <= std::numeric_limits<int64_t>::max() / 10; p *= 10) {
+    for (int64_t d : {-1, 0, 1}) values.push_back(p + d);
+    values.push_back(p * 10 - 1);
+  }
+  for (size_t i = 0, n = values.size(); i < n; ++i)
+    if (values[i] != std::numeric_limits<int64_t>::min()) values.push_back(-values[i]);
+  std::string expected;
+  for (int64_t v : values) {
+    b.AppendRow().SetInt64(0, v);
+    expected += std::to_string(v) + "\n";
+  }
+  std::string got, scratch;
+  AppendRecords(RecordWriterOptions{}, b, &scratch, &got);
+  EXPECT_EQ(got, expected);
+}
+
 TEST(RecordFormatTest, FormatNames) {
   TextFormat f;
   for (const char* name : {"lines", "csv", "jsonl"}) {

@@ -70,7 +70,7 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"UnknownTopKey", Edit("operators:", "jbo: x\noperators:"), {},
        {"t.yaml:2:1: unknown key 'jbo' at top level (known keys: job, parallelism, max_parallelism, checkpoint, restart, state, operators)"}},
       {"UnknownStateKey", Edit("operators:", "state:\n  backnd: heap\noperators:"), {},
-       {"t.yaml:3:3: unknown key 'backnd' in state (known keys: backend, changelog, materialize_interval, rocksdb)"}},
+       {"t.yaml:3:3: unknown key 'backnd' in state (known keys: backend, changelog, materialize_interval, materialize_ratio, rocksdb)"}},
       {"BadStateBackend", Edit("operators:", "state:\n  backend: disk\noperators:"), {},
        {"t.yaml:3:12: state.backend must be one of heap, rocksdb, got 'disk'"}},
       {"BadBlockCache", Edit("operators:", "state:\n  rocksdb:\n    block_cache: 64XB\noperators:"), {},
@@ -237,7 +237,7 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"SetBadStateBackend", kBase, {"state.backend=disk"}, {"--set state.backend: state.backend must be one of heap, rocksdb"}},
       {"SetUnknownStateKey", kBase, {"state.rocksdb.cache=1MB"},
        {"--set state.rocksdb.cache: unknown key 'cache' in state (known keys: backend, changelog, "
-        "materialize_interval, rocksdb.block_cache, rocksdb.write_buffer)"}},
+        "materialize_interval, materialize_ratio, rocksdb.block_cache, rocksdb.write_buffer)"}},
       {"SetUnknownCheckpointKey", kBase, {"checkpoint.intervall=1s"},
        {"--set checkpoint.intervall: unknown key 'intervall' in checkpoint (known keys: interval, mode, dir,"}},
       {"SetCheckpointWithoutKey", kBase, {"checkpoint=1s"}, {"--set checkpoint: expected checkpoint.<key>"}},
@@ -512,10 +512,12 @@ TEST(JobLoader, SetOnEveryKindOfPath) {
                                      "state.rocksdb.write_buffer=128KB",
                                      "state.changelog=true",
                                      "state.materialize_interval=2s",
+                                     "state.materialize_ratio=0.5",
                                  });
   EXPECT_EQ(spec.state.kind, StateBackendOptions::Kind::kRocksDb);  // state: was absent, --set made it
   EXPECT_TRUE(spec.state.changelog);
   EXPECT_EQ(spec.state.materialize_interval_ms, 2000u);
+  EXPECT_EQ(spec.state.materialize_ratio, 0.5);
   EXPECT_EQ(spec.state.block_cache, 1u << 20);
   EXPECT_EQ(spec.state.write_buffer, 128u << 10);
   EXPECT_EQ(spec.name, "renamed");
@@ -750,7 +752,7 @@ TEST(JobLoaderDocs, EveryKeyIsDocumented) {
                           "`checkpoint.min_pause`", "`checkpoint.max_concurrent`", "`checkpoint.tolerable_failures`",
                           "`checkpoint.retain`", "`checkpoint.aligned_timeout`", "`checkpoint.history`",
                           "`checkpoint.max_feedback_backlog`", "`checkpoint.max_drain_checkpoints`", "`state`", "`state.backend`",
-                          "`state.changelog`", "`state.materialize_interval`",
+                          "`state.changelog`", "`state.materialize_interval`", "`state.materialize_ratio`",
                           "`state.rocksdb.block_cache`", "`state.rocksdb.write_buffer`", "`id`", "`type`", "`inputs`",
                           "`key_by`", "`watermark`", "`watermark.field`", "`watermark.max_out_of_orderness`",
                           "`watermark.idle_timeout`", "`--set"}) {

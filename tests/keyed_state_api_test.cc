@@ -19,6 +19,7 @@
 #include "state/shared_files.h"
 #include "state/state_backend.h"
 #include "tests/test_util.h"
+#include "tests/tree_snapshot.h"
 
 namespace cairn::testing {
 namespace {
@@ -767,6 +768,168 @@ TEST(ChangelogTest, EveryCheckpointReadsBackItsStateWhileMaterializationsRunBetw
   EXPECT_EQ(FilesBelow(SharedDir(root)), referenced);
 }
 
+// Coalescing keeps the newest entry of each (state, key group, key), removals included, in key
+// order; the older segments here hold many keys the newest lacks (the set grows).
+TEST(ChangelogTest, CoalescingKeepsTheNewestEntryOfEachKeyInKeyOrder) {
+  ScratchDir dir;
+  std::map<std::pair<uint32_t, std::string>, std::pair<bool, int64_t>> model;  // (kg, key) -> (deleted, value)
+  std::vector<std::string> paths;
+  for (int seg = 0; seg < 3; ++seg) {
+    StateDelta d;
+    const int n = seg == 2 ? 10 : 5000;  // the newest is small
+    for (int i = 0; i < n; ++i) {
+      const std::string key = "k" + std::to_string((i * 7 + seg) % 6000);
+      const bool deleted = (i + seg) % 11 == 0;
+      d.entries.push_back(StateDelta::Entry{GroupOf(key), deleted, static_cast<uint32_t>(key.size()), d.keys.size(), seg * 100000 + i});
+      d.keys += key;
+      model[{GroupOf(key), key}] = {deleted, seg * 100000 + i};
+    }
+    d.named.push_back(StateDelta::NamedEntry{"value/int64/x", std::string("\0\1n", 3), "v" + std::to_string(seg), false});
+    paths.push_back(dir / ("seg-" + std::to_string(seg)));
+    ASSERT_TRUE(WriteChecksummedFile(paths.back(), EncodeChangelogSegment(d)).ok());
+  }
+  std::vector<std::string> buffers;
+  std::vector<ChangelogEntry> out;
+  Status st = CoalesceChangelogSegments(paths, &buffers, &out);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(out.size(), model.size() + 1);
+  size_t i = 0;
+  for (const auto& [k, v] : model) {  // the default state ("") sorts first, by key group and key
+    const ChangelogEntry& e = out[i++];
+    EXPECT_TRUE(e.state.empty());
+    EXPECT_EQ(e.key_group, k.first);
+    EXPECT_EQ(e.key, k.second);
+    EXPECT_EQ(e.deleted, v.first) << e.key;
+    if (!v.first) EXPECT_EQ(e.int64, v.second) << e.key;
+  }
+  EXPECT_EQ(out.back().state, "value/int64/x");
+  EXPECT_EQ(out.back().value, "v2");
+}
+
+// state.materialize_ratio: with the interval out of reach (an hour), the segments since the
+// last materialization outgrowing the ratio times its size start one; a restore of a later
+// checkpoint then reads the materialization and few segments. Ratio 0: the interval only.
+TEST(ChangelogTest, TheSegmentsOutgrowingTheRatioTimesTheStateStartAMaterialization) {
+  for (double ratio : {0.0, 1.0}) {
+    SCOPED_TRACE("ratio " + std::to_string(ratio));
+    ScratchDir dir;
+    const std::string root = dir / "ck";
+    auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
+    StateBackendOptions o = Options(Mode(Kind::kHeap, true, 3600 * 1000), root);
+    o.materialize_ratio = ratio;
+    o.materialize_min_bytes = 0;
+    Subtask s;
+    ASSERT_TRUE(NewStateBackend(o)->CreateKeyed(root + "/_work/run-1/op-0", kMaxP, kAll, &s.s).ok());
+    ValueState<int64_t>* def;
+    ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+    // Every checkpoint changes every key: each segment is about the state's size.
+    int c = 0, written = 0;
+    size_t segments = 0, others = 0;
+    auto round = [&] {
+      written = ++c;
+      for (int i = 0; i < 2000; ++i) def->Put("key" + std::to_string(i), c * 10000 + i);
+      s.Checkpoint(chk(c));
+      SplitRefs(chk(c), &segments, &others);
+    };
+    if (ratio == 0) {
+      for (int i = 0; i < 20; ++i) round();
+      EXPECT_EQ(others, 0u) << "materialized without the interval or the ratio";
+      EXPECT_EQ(segments, 20u);
+      continue;
+    }
+    // The first segment outgrows the empty database: a materialization follows.
+    ASSERT_TRUE(PollUntil([&] {
+      round();
+      return others > 0;
+    }));
+    for (int i = 0; i < 6; ++i) round();
+    // With no more changes, the materializer catches up until what a checkpoint lists of
+    // segments is at most the ratio times the materialization it lists.
+    uint64_t segment_bytes = 0, materialization_bytes = 0;
+    ASSERT_TRUE(PollUntil([&] {
+      s.Checkpoint(chk(++c));
+      std::vector<SharedFileRef> refs;
+      bool incremental = false;
+      EXPECT_TRUE(ReadSharedList(chk(c), &refs, &incremental).ok());
+      segment_bytes = materialization_bytes = 0;
+      for (const auto& r : refs)
+        (IsChangelogSegmentName(r.name) ? segment_bytes : materialization_bytes) += std::filesystem::file_size(r.path);
+      return materialization_bytes > 0 && segment_bytes <= materialization_bytes;
+    })) << "checkpoint " << c << " lists " << segment_bytes << " bytes of segments and a materialization of "
+        << materialization_bytes;
+    const int last = c;
+    Subtask r;
+    ASSERT_TRUE(NewStateBackend(o)->RestoreKeyed({{chk(last), kAll}}, root + "/_work/run-2/op-0", kMaxP, kAll, &r.s).ok());
+    ValueState<int64_t>* rdef;
+    ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rdef).ok());
+    for (int i = 0; i < 2000; i += 199) {
+      int64_t v = 0;
+      ASSERT_TRUE(rdef->Get("key" + std::to_string(i), &v));
+      EXPECT_EQ(v, written * 10000 + i);
+    }
+  }
+}
+
+// The pre-flight (VerifySnapshot) passes every sound checkpoint, with and without a
+// materialization and of either path, changes nothing, and names a listed file that is missing.
+TEST(ChangelogTest, VerifySnapshotPassesSoundCheckpointsAndNamesAMissingFile) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
+  auto backend = NewStateBackend(StateBackendOptions{});
+  for (bool changelog : {true, false}) {
+    SCOPED_TRACE(changelog ? "changelog" : "rocksdb delta");
+    ASSERT_TRUE(RemoveAll(root).ok());
+    StateBackendOptions o = Options(Mode(Kind::kHeap, changelog, 3600 * 1000), root);
+    o.materialize_ratio = 1.0;
+    o.materialize_min_bytes = 0;  // the first segment outgrows the empty database
+    Subtask s;
+    ASSERT_TRUE(NewStateBackend(o)->CreateKeyed(root + "/_work/run-1/op-0", kMaxP, kAll, &s.s).ok());
+    ValueState<int64_t>* def;
+    MapState<std::string, int64_t>* m;
+    ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+    ASSERT_TRUE(s.keyed()->GetMapState("m", &m).ok());
+    for (int i = 0; i < 3000; ++i) {
+      def->Put("k" + std::to_string(i), i);
+      m->Put("k" + std::to_string(i), "u", -i);
+    }
+    s.Checkpoint(chk(1));
+    def->Clear("k5");
+    s.Checkpoint(chk(2));
+    int c = 2;
+    size_t segments = 0, others = 0;
+    if (changelog) {
+      SplitRefs(chk(1), &segments, &others);
+      EXPECT_EQ(others, 0u) << "checkpoint 1 is its segment only";
+      ASSERT_TRUE(PollUntil([&] {  // then one that lists a materialization and segments
+        def->Put("k6", ++c);
+        s.Checkpoint(chk(c));
+        SplitRefs(chk(c), &segments, &others);
+        return others > 0 && segments > 0;
+      }));
+    }
+    // The subtask's materializer stopped: nothing else writes below root now.
+    s.s.keyed.reset();
+    s.s.store.reset();
+    s.s.int64.reset();
+    for (int id = 1; id <= c; ++id) {
+      const Tree before = TreeSnapshot(root);
+      Status st = backend->VerifySnapshot(chk(id));
+      EXPECT_TRUE(st.ok()) << id << ": " << st.ToString();
+      EXPECT_TRUE(SameTree(before, TreeSnapshot(root))) << "verifying changed something";
+    }
+    std::vector<SharedFileRef> refs;
+    bool incremental = false;
+    ASSERT_TRUE(ReadSharedList(chk(c), &refs, &incremental).ok());
+    ASSERT_FALSE(refs.empty());
+    ASSERT_TRUE(RemoveAll(refs.back().path).ok());
+    Status st = backend->VerifySnapshot(chk(c));
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    EXPECT_THAT(st.message(), ::testing::HasSubstr(refs.back().path));
+    EXPECT_TRUE(backend->VerifySnapshot(root + "/chk-99/op-0/keyed").IsNotFound());
+  }
+}
+
 TEST(ChangelogTest, ADamagedSegmentIsCorruptionNamingItAndTheRestoreLeavesNothing) {
   ScratchDir dir;
   const std::string root = dir / "ck";
@@ -786,6 +949,10 @@ TEST(ChangelogTest, ADamagedSegmentIsCorruptionNamingItAndTheRestoreLeavesNothin
   ASSERT_TRUE(RemoveAll(refs[0].path).ok());  // a new inode: the local copy stays intact
   WriteText(refs[0].path, bytes);
   Status st = NewStateBackend(StateBackendOptions{})->ReadStates(keyed, [](const StateEntry&) {});
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_THAT(st.message(), ::testing::HasSubstr(refs[0].path));
+  // The pre-flight finds it by the segment's checksum.
+  st = NewStateBackend(StateBackendOptions{})->VerifySnapshot(keyed);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_THAT(st.message(), ::testing::HasSubstr(refs[0].path));
   KeyedSubtaskState out;

@@ -5,8 +5,10 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 namespace cairn {
 namespace {
@@ -240,6 +242,41 @@ TEST(KeyedStateTest, LoadEntryDoesNotMarkDirty) {
   auto d = DeltaMap(*s.TakeDelta());
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d.at("loaded-123").second, 124);
+}
+
+// LoadEntries (a restore's batches, slots prefetched) is LoadEntry of each: through growth,
+// over entries loaded before, not dirty; a key of another subtask is refused and named.
+TEST(KeyedStateTest, LoadEntriesInBatchesIsLoadEntryOfEach) {
+  auto s = MakeState();
+  s.LoadEntry("b-7", -1);
+  std::vector<std::string> keys;
+  std::vector<int64_t> values;
+  for (int i = 0; i < 5000; ++i) {
+    keys.push_back("b-" + std::to_string(i));
+    values.push_back(i * 3);
+  }
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  s.LoadEntries(views.data(), values.data(), 1);  // a batch of one
+  s.LoadEntries(views.data() + 1, values.data() + 1, views.size() - 1);  // grows several times
+  EXPECT_EQ(s.size(), 5000u);
+  for (int i = 0; i < 5000; ++i) {
+    int64_t v = -1;
+    ASSERT_TRUE(s.Get(keys[i], &v)) << i;
+    EXPECT_EQ(v, i * 3);
+  }
+  EXPECT_TRUE(s.TakeDelta()->entries.empty());
+  EXPECT_TRUE(s.foreign_key_error().ok());
+
+  const KeyGroupRange half{0, kMaxParallelism / 2 - 1};
+  KeyedInt64State h(kMaxParallelism, half);
+  std::string foreign;
+  for (int i = 0; foreign.empty(); ++i)
+    if (!half.Contains(GroupOf("f-" + std::to_string(i)))) foreign = "f-" + std::to_string(i);
+  std::string_view one[] = {foreign};
+  int64_t v1[] = {1};
+  h.LoadEntries(one, v1, 1);
+  EXPECT_EQ(h.size(), 0u);
+  EXPECT_NE(h.foreign_key_error().message().find(foreign), std::string::npos) << h.foreign_key_error().ToString();
 }
 
 TEST(KeyedStateTest, ReserveBeforeAndAfterEntriesKeepsEveryEntryFindable) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "engine/dataflow/operator_capabilities.h"
 #include "engine/dataflow/record_codec.h"
 #include "jobs/registry.h"
+#include "operators/text_params.h"
 #include "state/keyed_state.h"
 #include "tests/test_util.h"
 
@@ -135,6 +137,35 @@ TEST(TokenizeTest, TreatsNextLineNoBreakSpaceAndNulAsWordBytes) {
 
 TEST(TokenizeTest, SplitsEveryLineOfABatch) {
   EXPECT_THAT(Tokenize({"one two", "three", "", "four five"}), ElementsAre("one", "two", "three", "four", "five"));
+}
+
+TEST(TokenizeTest, LinesOfEveryLengthSplitAsAByteByByteScanSplitsThem) {
+  // tokenize scans 64 bytes at a time: words across block edges, lines ending at, before and
+  // after a block's end, runs of whitespace of every kind, against a plain scan.
+  std::mt19937 rng(15);
+  const std::string alphabet("ab \t\n\r\v\fz\x85\0", 12);
+  std::vector<std::string> lines, expected;
+  for (size_t len = 0; len <= 300; ++len) {
+    for (int rep = 0; rep < 3; ++rep) {
+      std::string line;
+      for (size_t j = 0; j < len; ++j) line.push_back(alphabet[rng() % (rep == 0 ? 2 : alphabet.size())]);
+      lines.push_back(line);
+      size_t j = 0;
+      while (j < line.size()) {
+        while (j < line.size() && kIsAsciiSpace[static_cast<unsigned char>(line[j])]) ++j;
+        size_t start = j;
+        while (j < line.size() && !kIsAsciiSpace[static_cast<unsigned char>(line[j])]) ++j;
+        if (j > start) expected.push_back(line.substr(start, j - start));
+      }
+    }
+  }
+  auto op = Create(Config("tokenize", "tokenize"));
+  OperatorContext ctx = Context("tokenize");
+  ASSERT_TRUE(op->Open(ctx).ok());
+  RecordBatch in, out;
+  for (const std::string& line : lines) in.Add(line);
+  ASSERT_TRUE(op->Process(0, in, &out).ok());
+  EXPECT_EQ(Keys(out), expected);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,14 +6,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/dataflow/channel.h"
 #include "engine/base/key_groups.h"
 #include "engine/base/parker.h"
+#include "tests/test_util.h"
 
 namespace cairn {
 namespace {
@@ -98,6 +102,116 @@ TEST(OutputGateTest, HashEdgePutsEveryRecordOnTheChannelOfTheSubtaskOwningItsKey
   }
   ASSERT_EQ(seen.size(), 5000u);
   for (const auto& [k, n] : seen) EXPECT_EQ(n, 1) << k;
+}
+
+TEST(OutputGateTest, HashEdgeCutsALargeEmittedBatchIntoChannelBatchesOfAtMost2048Records) {
+  // A batch of lines tokenized into words is ten times a batch: each channel still gets
+  // batches of at most 2048 records (what its capacity in batches is sized for), in order.
+  Downstream down(2);
+  OutputGate gate(kMaxParallelism);
+  gate.AddHashEdge(down.channels(), KeyField());
+  RecordBatch batch;
+  for (int i = 0; i < 20000; ++i) batch.Add(Key(i), i);
+  ASSERT_TRUE(gate.Emit(&batch));
+  ASSERT_TRUE(gate.Flush());
+  size_t records = 0;
+  for (uint32_t s = 0; s < 2; ++s) {
+    std::vector<StreamElement> elements = down.Take(s);
+    EXPECT_GE(elements.size(), 4u) << "subtask " << s << " gets about 10000 of the records";
+    int64_t last = -1;
+    for (const StreamElement& e : elements) {
+      ASSERT_EQ(e.kind, StreamElement::Kind::kBatch);
+      EXPECT_LE(e.batch->size(), 2048u);
+      for (size_t i = 0; i < e.batch->size(); ++i, ++records) {
+        EXPECT_GT(e.batch->a(i), last) << "out of order on channel " << s;
+        last = e.batch->a(i);
+        EXPECT_EQ(OwnerOf(e.batch->key(i), 2), s);
+      }
+    }
+  }
+  EXPECT_EQ(records, 20000u);
+}
+
+TEST(OutputGateTest, HashEdgeOfOneStringFieldCopiesEveryWordWithItsHashInOrder) {
+  // Records of one string field (the word count's words) take a path of their own: each
+  // target's rows copied in one pass. Words of every length up to 40 bytes, empty ones and
+  // nulls (which stay null), over two emits, the second appending to partial batches.
+  SchemaRef words = MakeSchema({{"word", FieldType::kString}});
+  KeySelector key;
+  ASSERT_TRUE(KeySelector::Make(*words, {"word"}, &key).ok());
+  Downstream down(3);
+  for (Channel* c : down.channels()) c->set_schema(words);
+  OutputGate gate(kMaxParallelism);
+  gate.AddHashEdge(down.channels(), key);
+  std::vector<std::vector<std::pair<bool, std::string>>> expected(3);  // (null, word) per channel
+  for (int round = 0; round < 2; ++round) {
+    RecordBatch batch(words);
+    for (int i = 0; i < 7000; ++i) {
+      RecordBatch::RowWriter w = batch.AppendRow();
+      const bool null = i % 97 == 5;
+      std::string word(static_cast<size_t>((i * 7 + round) % 41), static_cast<char>('a' + i % 26));
+      if (!word.empty()) word[0] = static_cast<char>('0' + i % 10);
+      if (!null) w.SetString(0, word);
+      const std::string_view k = null ? std::string_view() : std::string_view(word);
+      const uint32_t owner = SubtaskForKeyGroup(KeyGroupOf(KeyHash(k), kMaxParallelism), kMaxParallelism, 3);
+      expected[owner].emplace_back(null, null ? std::string() : word);
+    }
+    ASSERT_TRUE(gate.Emit(&batch));
+  }
+  ASSERT_TRUE(gate.Flush());
+  for (uint32_t s = 0; s < 3; ++s) {
+    std::vector<std::pair<bool, std::string>> got;
+    for (const StreamElement& e : down.Take(s)) {
+      ASSERT_EQ(e.kind, StreamElement::Kind::kBatch);
+      EXPECT_LE(e.batch->size(), 2048u);
+      ASSERT_TRUE(e.batch->HasKeyHashes(key.fields()));
+      for (size_t i = 0; i < e.batch->size(); ++i) {
+        EXPECT_EQ(e.batch->key_hash(i), KeyHash(e.batch->GetString(i, 0)));
+        got.emplace_back(e.batch->IsNull(i, 0), std::string(e.batch->GetString(i, 0)));
+      }
+    }
+    EXPECT_EQ(got, expected[s]) << "channel " << s;
+  }
+}
+
+TEST(OutputGateTest, AFullChannelDoesNotHoldBackTheBatchesOfAnotherChannelOfTheSameEmit) {
+  // Channel 0 holds one batch and is full; channel 1 is drained by a consumer. The emit's
+  // batches for channel 1 all arrive while channel 0 stays full (an unaligned checkpoint's
+  // consumer waiting for exactly those would otherwise wait for channel 0's consumer).
+  Downstream down(2, /*capacity=*/1);
+  std::vector<Channel*> ch = down.channels();
+  ASSERT_TRUE(ch[0]->Push(StreamElement::OfBatch(std::make_unique<RecordBatch>())));
+  OutputGate gate(kMaxParallelism);
+  gate.AddHashEdge(ch, KeyField());
+  RecordBatch batch;
+  size_t for_1 = 0;
+  for (int i = 0; i < 20000; ++i) {
+    batch.Add(Key(i), i);
+    for_1 += OwnerOf(Key(i), 2) == 1 ? 1 : 0;
+  }
+  // Pops what channel `c` holds now, counting its records into *got.
+  auto drain = [&](int c, size_t* got) {
+    for (StreamElement e; ch[c]->TryPop(&e);)
+      if (e.kind == StreamElement::Kind::kBatch) *got += e.batch->size();
+  };
+  std::thread producer([&] { EXPECT_TRUE(gate.Emit(&batch)); });
+  // Channel 1's consumer (this thread) gets its full batches; the rest waits in the gate for
+  // the next emit or a flush. Channel 0 is not read meanwhile.
+  size_t got_1 = 0;
+  const size_t full_1 = for_1 / 2048 * 2048;
+  EXPECT_TRUE(testing::PollUntil([&] {
+    drain(1, &got_1);
+    return got_1 == full_1;
+  })) << got_1 << " of " << full_1;
+  // Now channel 0's consumer takes what it holds; the emit completes.
+  size_t got_0 = 0;
+  const size_t full_0 = (20000 - for_1) / 2048 * 2048;
+  EXPECT_TRUE(testing::PollUntil([&] {
+    drain(0, &got_0);
+    return got_0 >= full_0;
+  })) << got_0 << " of " << full_0;
+  producer.join();
+  EXPECT_EQ(got_0, full_0);
 }
 
 TEST(OutputGateTest, HashEdgeBatchesCarryTheKeyHashOfEveryRecordAlsoInRecycledBatches) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "state/checkpoint_metadata.h"
+#include "tests/rest_job.h"
 #include "tests/test_util.h"
 #include "tests/wordcount_check.h"
 
@@ -27,7 +28,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 
-class SavepointRestTest : public ::testing::Test {
+class SavepointRestTest : public RestJobTest {
  protected:
   void SetUp() override {
     RunResult gen = RunCairn({"generate", "--out", input(), "--words", "200000", "--vocabulary", "1000"});
@@ -48,53 +49,11 @@ class SavepointRestTest : public ::testing::Test {
     return args;
   }
 
-  // Starts the paced job with --http 127.0.0.1:0 and reads the bound URL from its stderr.
+  // Starts the paced job with --http 127.0.0.1:0.
   void StartJob(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = JobArgs({"--set", "operators.source.rate=200", "--http", "127.0.0.1:0"});
     args.insert(args.end(), extra.begin(), extra.end());
-    job_ = std::make_unique<CairnProcess>(args, dir_ / "job.out", dir_ / "job.err");
-    const std::regex url_re("REST API at http://127\\.0\\.0\\.1:([0-9]+)/");
-    std::smatch m;
-    ASSERT_TRUE(PollUntil([&] {
-      std::string err = ReadText(dir_ / "job.err");
-      if (!std::regex_search(err, m, url_re)) return false;
-      port_ = std::stoi(m[1].str());
-      return true;
-    })) << ReadText(dir_ / "job.err");
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    client_->set_read_timeout(std::chrono::seconds(120));
-  }
-
-  json Get(const std::string& path, int expect_status = 200) {
-    auto res = client_->Get(path);
-    EXPECT_TRUE(res) << path << ": " << httplib::to_string(res.error()) << " (" << url_ << ")";
-    if (!res) return json();
-    EXPECT_EQ(res->status, expect_status) << path << ": " << res->body;
-    return json::parse(res->body, nullptr, false);
-  }
-
-  json Post(const std::string& path, const std::string& body, int expect_status = 200) {
-    auto res = client_->Post(path, body, "application/json");
-    EXPECT_TRUE(res) << path;
-    if (!res) return json();
-    EXPECT_EQ(res->status, expect_status) << path << ": " << res->body;
-    return json::parse(res->body, nullptr, false);
-  }
-
-  void WaitForCompletedCheckpoint() {
-    ASSERT_TRUE(PollUntil([&] {
-      json c = Get("/api/checkpoints");
-      return c.is_object() && c["counts"]["completed"].get<int>() >= 1;
-    }));
-  }
-
-  RunResult WaitJob() {
-    RunResult r;
-    EXPECT_TRUE(job_->Wait(120000, &r));
-    r.out = ReadText(dir_ / "job.out");
-    r.err = ReadText(dir_ / "job.err");
-    return r;
+    StartWith(args);
   }
 
   static void ExpectSelfContainedSavepoint(const std::string& path) {
@@ -110,12 +69,7 @@ class SavepointRestTest : public ::testing::Test {
     EXPECT_TRUE(any_keyed_file) << "no RocksDB file copied into " << path;
   }
 
-  ScratchDir dir_;
   std::string job_yaml_ = SourceDir() + "/jobs/wordcount.yaml";
-  std::unique_ptr<CairnProcess> job_;
-  std::unique_ptr<httplib::Client> client_;
-  int port_ = 0;
-  std::string url_;
 };
 
 TEST_F(SavepointRestTest, SavepointStopAndRestoreAtAnotherParallelismIsExactlyOnce) {

@@ -1,10 +1,12 @@
 // Specification of SnapshotPersister's abort contract: the jobs of an aborted checkpoint that
-// have not started are skipped, and a running one stops before its next write; both still
-// answer (Aborted). Each test orders the abort against the persister with a latch, not a clock.
+// have not started are skipped, and a running one stops before its next write (an abort seen
+// by the end of its operators' async parts, which run beside its writes, fails it too); both
+// still answer (Aborted). Each test orders the abort against the persister with a latch, not a clock.
 #include "engine/checkpoint/snapshot_persister.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -85,40 +87,48 @@ TEST(SnapshotPersisterTest, AQueuedJobOfAnAbortedCheckpointIsSkippedAndStillAnsw
   EXPECT_FALSE(fs::exists(dir / "chk-2"));
 }
 
-TEST(SnapshotPersisterTest, ARunningJobOfAnAbortedCheckpointStopsBeforeItsNextWrite) {
+TEST(SnapshotPersisterTest, AnAbortRaisedWhileAnOperatorsAsyncPartRunsFailsTheAck) {
   testing::ScratchDir dir;
   AckLog acks;
   SnapshotPersister persister(1, acks.Fn());
-  // A chain of three operators: the abort arrives while the first one's async part runs, after
-  // its operator state was written; neither later operator's state nor the channel state is.
   auto job = Job(dir, 7, 0);
   job->parts.push_back(Part("head", "h"));
-  job->parts.push_back(Part("middle", "m"));
-  job->parts.push_back(Part("tail", "t"));
   job->parts[0].async_part = [&persister] {
     persister.Abort(7);
     return Status::OK();
   };
-  bool middle_async_ran = false;
-  job->parts[1].async_part = [&middle_async_ran] {
-    middle_async_ran = true;
-    return Status::OK();
-  };
-  job->channel_state = std::make_unique<ChannelStateRecords>();
-  job->channel_state->channel_names.push_back("up[0]->head[0]");
-  job->channel_state->schemas.push_back(KeyValueSchema());
-  job->channel_state->records.emplace_back();
-  job->channel_state->records[0].Add("in-flight", 1, 0);
   persister.Submit(std::move(job));
   persister.Stop();
-
   ASSERT_EQ(acks.For(7).size(), 1u);
   EXPECT_TRUE(acks.For(7)[0].status.IsAborted()) << acks.For(7)[0].status.ToString();
-  EXPECT_TRUE(fs::exists(dir / "chk-7/head-0/" + kOperatorStateFileName));
-  EXPECT_FALSE(fs::exists(dir / "chk-7/head-0/" + kChannelStateFileName));
-  EXPECT_FALSE(fs::exists(dir / "chk-7/middle-0"));
-  EXPECT_FALSE(fs::exists(dir / "chk-7/tail-0"));
-  EXPECT_FALSE(middle_async_ran);
+}
+
+TEST(SnapshotPersisterTest, OperatorsAsyncPartsRunBesideTheStateWritesAndTheAckWaitsForThem) {
+  testing::ScratchDir dir;
+  AckLog acks;
+  SnapshotPersister persister(1, acks.Fn());
+  // head's async part (a sink's fsync) waits until the tail's operator state, written after it
+  // in the chain's order, is on disk: it runs beside the writes, not before them. The ack
+  // comes after it returned, with its failure.
+  auto job = Job(dir, 8, 0);
+  job->parts.push_back(Part("head", "h"));
+  job->parts.push_back(Part("tail", "t"));
+  const fs::path tail_state = dir / ("chk-8/tail-0/" + std::string(kOperatorStateFileName));
+  std::atomic<bool> saw_tail{false}, returned{false};
+  job->parts[0].async_part = [&] {
+    saw_tail = testing::PollUntil([&] { return fs::exists(tail_state); });
+    returned = true;
+    return Status::IOError("fsync failed");
+  };
+  persister.Submit(std::move(job));
+  persister.Stop();
+  EXPECT_TRUE(saw_tail);
+  ASSERT_EQ(acks.For(8).size(), 1u);
+  EXPECT_TRUE(returned);
+  const Status& st = acks.For(8)[0].status;
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.ToString().find("fsync failed"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.ToString().find("head"), std::string::npos) << st.ToString();
 }
 
 TEST(SnapshotPersisterTest, AbortingOneCheckpointLeavesTheNextOneWhole) {

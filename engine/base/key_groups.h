@@ -32,7 +32,7 @@ inline uint64_t KeyHash(std::string_view s) {
     n -= 8;
   }
   uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
+  if (n > 0) std::memcpy(&tail, p, n);  // an empty view may have no data pointer
   return mix(mix(tail ^ kP1, seed ^ kP2), kP0 ^ s.size());
 }
 

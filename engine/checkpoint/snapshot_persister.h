@@ -1,8 +1,10 @@
 // SnapshotPersister runs the asynchronous part of subtask snapshots on a few background
 // threads, while the tasks go on processing: it writes keyed-state deltas to each subtask's
 // StateStore and has it make a checkpoint (with RocksDB: a RocksDB checkpoint), writes
-// operator state, runs the operators' async parts, and then acknowledges (or declines) to the
-// coordinator.
+// operator state and channel state, and then acknowledges (or declines) to the coordinator.
+// The operators' async parts (a file sink's fsync of its part files) run each on a thread of
+// their own from the job's start, beside those writes, and the ack waits for them: one
+// subtask's fsync neither adds to its own writes nor holds up the jobs queued behind it.
 //
 // Contract: jobs of one task run in submission order on one thread (task index mod threads),
 // so a subtask's deltas reach its StateStore in checkpoint order. Submit is called by task

@@ -1,5 +1,6 @@
 #include "engine/checkpoint/subtask_checkpointer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/base/crash_points.h"
@@ -49,6 +50,7 @@ bool SubtaskCheckpointer::ForwardBarrier(const Barrier& b, SubtaskCheckpointMode
 bool SubtaskCheckpointer::Checkpoint(const Barrier& b, SubtaskCheckpointMode mode, int64_t alignment_ms,
                                      bool channel_state_pending) {
   auto start = Clock::now();
+  last_taken_ = std::max(last_taken_, b.id);
   // 1. Forward the barrier.
   if (!ForwardBarrier(b, mode)) return false;
   // 2. The synchronous snapshot: operator state and keyed-state deltas.

@@ -48,6 +48,8 @@ class SubtaskCheckpointer {
   // take no other snapshot from its blocked-output handler meanwhile (checkpoints are taken and
   // persisted in order).
   bool forwarding() const { return forwarding_; }
+  // The id of the latest checkpoint this subtask took (0: none yet).
+  CheckpointId last_taken() const { return last_taken_; }
   // The jobs waiting for their channel state (or behind one that does), for diagnostics.
   std::string Describe() const;
 
@@ -61,6 +63,7 @@ class SubtaskCheckpointer {
   SnapshotPersister* const persister_;
   const SnapshotChainFn snapshot_chain_;
   bool forwarding_ = false;
+  CheckpointId last_taken_ = 0;
   // Persist jobs in checkpoint order; those with channel state wait for it.
   struct WaitingJob {
     std::unique_ptr<PersistJob> job;

@@ -98,6 +98,71 @@ bool Channel::Push(StreamElement&& e, BlockedHandler* handler) {
   return true;
 }
 
+bool Channel::PushEach(const std::vector<Channel*>& channels,
+                       const std::vector<std::vector<std::unique_ptr<RecordBatch>>*>& elements,
+                       BlockedHandler* handler) {
+  const size_t n = channels.size();
+  std::vector<size_t> next(n, 0);
+  Parker::Clock::time_point blocked_since{};
+  Channel* blocked_on = nullptr;  // the blocked time is counted on one of them
+  // Pushes what the channels take now; true when something moved. *left: elements remain.
+  auto round = [&](bool* left) {
+    bool moved = false;
+    *left = false;
+    for (size_t i = 0; i < n; ++i) {
+      Channel* c = channels[i];
+      std::vector<std::unique_ptr<RecordBatch>>& v = *elements[i];
+      while (next[i] < v.size()) {
+        if (v[next[i]] == nullptr) {
+          ++next[i];
+          continue;
+        }
+        StreamElement e = StreamElement::OfBatch(std::move(v[next[i]]));
+        if (!c->TryEnqueue(e)) {
+          v[next[i]] = std::move(e.batch);
+          *left = true;
+          if (blocked_on == nullptr) blocked_on = c;
+          break;
+        }
+        ++next[i];
+        moved = true;
+        c->consumer_->Unpark();
+      }
+    }
+    return moved;
+  };
+  for (;;) {
+    for (Channel* c : channels)
+      if (c->cancelled_.load(std::memory_order_acquire)) return false;
+    bool left = false;
+    if (round(&left)) continue;
+    if (!left) break;
+    if (blocked_since == Parker::Clock::time_point{}) blocked_since = Parker::Clock::now();
+    auto deadline = Parker::Clock::time_point::max();
+    if (handler != nullptr && !handler->OnBlocked(&deadline)) return false;
+    Parker* producer = channels[0]->producer_;
+    uint32_t ticket = producer->Prepare();
+    for (size_t i = 0; i < n; ++i)
+      if (next[i] < elements[i]->size()) channels[i]->producer_waiting_.store(true, std::memory_order_seq_cst);
+    bool cancelled = false;
+    for (Channel* c : channels) cancelled |= c->cancelled_.load(std::memory_order_acquire);
+    const bool moved = !cancelled && round(&left);
+    if (cancelled || moved || !left) {
+      producer->Cancel();
+    } else {
+      producer->Park(ticket, deadline);
+    }
+    for (Channel* c : channels) c->producer_waiting_.store(false, std::memory_order_relaxed);
+    if (cancelled) return false;
+  }
+  if (blocked_since != Parker::Clock::time_point{} && blocked_on != nullptr)
+    blocked_on->blocked_ns_.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Parker::Clock::now() - blocked_since).count(),
+        std::memory_order_relaxed);
+  for (size_t i = 0; i < n; ++i) elements[i]->clear();
+  return true;
+}
+
 bool Channel::TryPop(StreamElement* e) {
   if (!queue_.try_dequeue(*e)) return false;
   if (e->kind == StreamElement::Kind::kBatch) {

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/dataflow/record_batch.h"
 #include "engine/base/parker.h"
@@ -62,6 +63,16 @@ class Channel {
   // Blocks while the channel is full. Returns false (dropping `e`) once Cancel() was called or
   // the handler gave up.
   bool Push(StreamElement&& e, BlockedHandler* handler = nullptr);
+  // Push for one producer's several bounded channels (all of them sharing its Parker):
+  // pushes `elements[i]` (moved from; null batches are skipped) in order onto
+  // `channels[i]`, blocking only while none of the channels that still have elements to take
+  // can take the next one, so that one full channel does not hold back another channel's
+  // elements (which that channel's consumer may be waiting for: an unaligned read-ahead).
+  // Returns false once a channel is cancelled or the handler gave up; then the elements not
+  // pushed are left in place (pushed ones are null).
+  static bool PushEach(const std::vector<Channel*>& channels,
+                       const std::vector<std::vector<std::unique_ptr<RecordBatch>>*>& elements,
+                       BlockedHandler* handler);
   // Total time the producer was blocked in Push (any thread, relaxed).
   uint64_t blocked_ns() const { return blocked_ns_.load(std::memory_order_relaxed); }
   void PushPriority(const PriorityEvent& e);

@@ -1,18 +1,20 @@
 #include "engine/dataflow/output_gate.h"
 
+#include <algorithm>
+
 #include "engine/base/key_groups.h"
 
 namespace cairn {
 
 void OutputGate::AddForwardEdge(Channel* ch) {
   Edge e{false, {}, {}, {}};
-  e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
+  e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), {}, 0});
   edges_.push_back(std::move(e));
 }
 
 void OutputGate::AddHashEdge(std::vector<Channel*> channels, KeySelector key) {
   Edge e{true, {}, std::move(key), {}};
-  for (Channel* ch : channels) e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), 0});
+  for (Channel* ch : channels) e.targets.push_back(Target{ch, ch->TakeEmptyBatch(), {}, 0});
   const uint32_t p = static_cast<uint32_t>(e.targets.size());
   e.target_of.resize(max_parallelism_);
   for (uint32_t kg = 0; kg < max_parallelism_; ++kg) e.target_of[kg] = static_cast<uint16_t>(SubtaskForKeyGroup(kg, max_parallelism_, p));
@@ -59,7 +61,37 @@ std::vector<RebalanceCount> OutputGate::RebalanceCounts(CheckpointId id) const {
   return out;
 }
 
+bool OutputGate::PushFull(Target* t) {
+  if (t->full.empty()) return true;
+  for (std::unique_ptr<RecordBatch>& b : t->full) {
+    if (b == nullptr) continue;  // pushed before a push that returned false
+    if (!t->channel->Push(StreamElement::OfBatch(std::move(b)), handler_)) return false;
+  }
+  t->full.clear();
+  return true;
+}
+
+bool OutputGate::PushFullEach(Edge* e) {
+  push_channels_.clear();
+  push_elements_.clear();
+  for (Target& t : e->targets) {
+    if (t.full.empty()) continue;
+    if (t.channel->unbounded()) return true;  // a feedback edge: PushFull, one by one
+    push_channels_.push_back(t.channel);
+    push_elements_.push_back(&t.full);
+  }
+  if (push_channels_.size() < 2) return true;
+  return Channel::PushEach(push_channels_, push_elements_, handler_);
+}
+
+void OutputGate::Seal(Target* t, const std::vector<int>& hash_fields) {
+  t->full.push_back(std::move(t->pending));
+  t->pending = t->channel->TakeEmptyBatch();
+  t->pending->set_key_hash_fields(hash_fields);
+}
+
 bool OutputGate::PushPending(Target* t) {
+  if (!PushFull(t)) return false;
   if (t->pending->empty()) return true;
   std::unique_ptr<RecordBatch> b = std::move(t->pending);
   t->pending = t->channel->TakeEmptyBatch();
@@ -121,16 +153,41 @@ bool OutputGate::Emit(RecordBatch* batch) {
     for (Target& t : e.targets) t.pending->set_key_hash_fields(e.key.fields());
     const uint16_t* target_of = e.target_of.data();
     Target* targets = e.targets.data();
+    if (e.key.single_bytes() && batch->one_var_field() && n <= UINT32_MAX) {
+      // The word count: the rows of each target first, then each target's rows copied in one
+      // pass per batch of kBatchRecords.
+      rows_of_.resize(e.targets.size());
+      for (std::vector<uint32_t>& r : rows_of_) r.clear();
+      for (size_t i = 0; i < n; ++i)
+        rows_of_[target_of[KeyGroupOf(hashes[i], max_parallelism_)]].push_back(static_cast<uint32_t>(i));
+      for (size_t ti = 0; ti < e.targets.size(); ++ti) {
+        Target& t = targets[ti];
+        const std::vector<uint32_t>& rows = rows_of_[ti];
+        t.assigned += rows.size();
+        for (size_t done = 0; done < rows.size();) {
+          const size_t take = std::min(rows.size() - done, kBatchRecords - std::min(kBatchRecords, t.pending->size()));
+          t.pending->AppendOneVarRowsWithHashes(*batch, rows.data() + done, take, hashes);
+          done += take;
+          if (t.pending->size() >= kBatchRecords) Seal(&t, e.key.fields());
+        }
+      }
+      continue;
+    }
     for (size_t i = 0; i < n; ++i) {
       Target& t = targets[target_of[KeyGroupOf(hashes[i], max_parallelism_)]];
       t.pending->AddFromWithHash(*batch, i, hashes[i]);
       ++t.assigned;
+      if (__builtin_expect(t.pending->size() >= kBatchRecords, 0)) Seal(&t, e.key.fields());
     }
   }
   batch->clear();
-  for (Edge& e : edges_)
-    for (Target& t : e.targets)
+  for (Edge& e : edges_) {
+    if (e.hash && e.targets.size() > 1 && !PushFullEach(&e)) return false;
+    for (Target& t : e.targets) {
+      if (!PushFull(&t)) return false;
       if ((&t == handed_over || t.pending->size() >= kBatchRecords) && !PushPending(&t)) return false;
+    }
+  }
   for (Rebalance& r : rebalance_)
     if ((&r == rebalance_handed_over || r.pending->size() >= kBatchRecords) && !PushRebalance(&r)) return false;
   return true;

@@ -66,7 +66,13 @@ class OutputGate {
   struct Target {
     Channel* channel;
     std::unique_ptr<RecordBatch> pending;
-    uint64_t assigned = 0;  // records ever assigned to this channel (pushed or pending)
+    // Batches of kBatchRecords cut off pending while a hash edge assigns one emitted batch
+    // (pushed in order before pending), so that a batch on a channel holds at most about
+    // kBatchRecords records however many the emitted batch had (a batch of lines tokenized
+    // into ten times as many words): channels of kChannelCapacity batches then hold what they
+    // are sized for, which is also what an unaligned checkpoint persists of them.
+    std::vector<std::unique_ptr<RecordBatch>> full;
+    uint64_t assigned = 0;  // records ever assigned to this channel (pushed, full or pending)
   };
   struct Edge {
     bool hash;
@@ -74,7 +80,14 @@ class OutputGate {
     KeySelector key;  // hash edges
     std::vector<uint16_t> target_of;  // hash edges: key group -> index into targets (parallelism <= max_parallelism <= 32768)
   };
-  bool PushPending(Target* t);
+  bool PushFull(Target* t);     // the full batches, in order
+  bool PushPending(Target* t);  // the full batches, then pending
+  // The full batches of all of a hash edge's targets (Channel::PushEach), so that a consumer
+  // waiting for its batches (an unaligned read-ahead) is not kept waiting behind another
+  // target's full channel.
+  bool PushFullEach(Edge* e);
+  // Moves pending (of kBatchRecords records) to full and starts a new one.
+  void Seal(Target* t, const std::vector<int>& hash_fields);
   // One producer's side of a load-balanced edge.
   struct Rebalance {
     RebalanceQueue* queue;
@@ -99,6 +112,9 @@ class OutputGate {
   BlockedHandler* handler_ = nullptr;
   std::string scratch_;  // composite keys
   std::vector<uint64_t> hashes_;  // of the batch being emitted, per record
+  std::vector<std::vector<uint32_t>> rows_of_;  // of the batch being emitted, per target
+  std::vector<Channel*> push_channels_;  // PushFullEach's scratch
+  std::vector<std::vector<std::unique_ptr<RecordBatch>>*> push_elements_;
 };
 
 }  // namespace cairn

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/base/short_bytes.h"
 #include "engine/dataflow/schema.h"
 
 namespace cairn {
@@ -73,11 +74,14 @@ class BatchArena {
   void reserve(size_t n) {
     if (n > capacity_) Grow(n);
   }
+  // Bulk appends: after reserve(size() + n), write up to n bytes at end(), then Commit them.
+  char* end() { return data_ + size_; }
+  void Commit(size_t n) { size_ += n; }
   // Appends `n` bytes at `p`; returns the offset they start at.
   size_t Append(const char* p, size_t n) {
     size_t offset = size_;
     if (n > capacity_ - size_) Grow(size_ + n);
-    if (n > 0) std::memcpy(data_ + size_, p, n);
+    CopyShortBytes(data_ + size_, p, n);  // mostly words of a few bytes
     size_ += n;
     return offset;
   }
@@ -287,6 +291,40 @@ class RecordBatch {
     }
     for (size_t c = 0; c < stride_; ++c) dst[c] = src[c];
     for (uint32_t f : var_fields_) CopyVar(other, src[f + 1], dst + f + 1);
+  }
+
+  // True when the schema's only field is a string or bytes (the word count's words).
+  bool one_var_field() const { return one_var_field_; }
+  // AddFromWithHash(other, rows[k], hashes[rows[k]]) for k < n, in one pass; for batches whose
+  // schema (the same as other's) is one string or bytes field (one_var_field()).
+  void AppendOneVarRowsWithHashes(const RecordBatch& other, const uint32_t* rows, size_t n, const uint64_t* hashes) {
+    assert(one_var_field_ && other.one_var_field_);
+    const uint64_t* src = other.cells_.get();
+    size_t bytes = 0;
+    for (size_t k = 0; k < n; ++k) bytes += static_cast<uint32_t>(src[2 * size_t{rows[k]} + 1]);
+    Reserve(size_ + 2 * n);
+    ReserveHashes(rows_ + n);
+    arena_.reserve(arena_.size() + bytes);
+    uint64_t* dst = cells_.get() + size_;
+    uint64_t* h = hashes_.get() + rows_;
+    char* out = arena_.end();
+    uint64_t offset = arena_.size();
+    const char* from = other.arena_.data();
+    for (size_t k = 0; k < n; ++k) {
+      const size_t r = rows[k];
+      const uint64_t c = src[2 * r + 1];
+      const uint32_t len = static_cast<uint32_t>(c);
+      CopyShortBytes(out, from + (c >> 32), len);
+      out += len;
+      dst[2 * k] = src[2 * r];
+      dst[2 * k + 1] = offset << 32 | len;
+      offset += len;
+      h[k] = hashes[r];
+    }
+    arena_.Commit(bytes);
+    size_ += 2 * n;
+    rows_ += n;
+    hashed_rows_ += n;
   }
 
   // Key hashes (see the top). The key fields the hashes are of; setting other fields than the

@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 
 #include <asio.hpp>
+
+#include "engine/net/acceptor.h"
 #include <atomic>
 #include <charconv>
 #include <optional>
@@ -299,25 +301,27 @@ struct Transport::Impl {
 Transport::Transport(uint32_t worker) : impl_(std::make_unique<Impl>(worker)) {}
 Transport::~Transport() { Stop(); }
 
-Status Transport::Listen(const Endpoint& at) {
+Status OpenAcceptor(asio::io_context* io, tcp::acceptor* acceptor, const Endpoint& at) {
   asio::error_code ec;
   auto addr = asio::ip::make_address(at.host, ec);
   tcp::endpoint ep;
   if (ec) {
-    tcp::resolver r(impl_->io);
+    tcp::resolver r(*io);
     auto res = r.resolve(at.host, std::to_string(at.port), ec);
     if (ec || res.empty()) return Status::InvalidArgument("cannot resolve " + at.ToString() + ": " + ec.message());
     ep = *res.begin();
   } else {
     ep = tcp::endpoint(addr, at.port);
   }
-  impl_->acceptor.open(ep.protocol(), ec);
-  if (!ec) impl_->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) impl_->acceptor.bind(ep, ec);
-  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  acceptor->open(ep.protocol(), ec);
+  if (!ec) acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor->bind(ep, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return Status::IOError("cannot listen on " + at.ToString() + ": " + ec.message());
   return Status::OK();
 }
+
+Status Transport::Listen(const Endpoint& at) { return OpenAcceptor(&impl_->io, &impl_->acceptor, at); }
 
 uint16_t Transport::port() const {
   asio::error_code ec;

@@ -35,11 +35,14 @@ bool IsSource(const JobSpec& spec, const ChainedOperator& c) {
 }  // namespace
 
 Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, const RestorePlan& restore,
-                            std::vector<SubtaskChain>* out) {
+                            std::vector<SubtaskChain>* out, const std::vector<bool>* local) {
+  int task = -1;
   for (int ci = 0; ci < static_cast<int>(plan.chains.size()); ++ci) {
     const PlanChain& ch = plan.chains[ci];
     for (uint32_t i = 0; i < ch.parallelism; ++i) {
-      SubtaskChain st{ci, i, {}};
+      ++task;
+      if (local != nullptr && !(*local)[static_cast<size_t>(task)]) continue;
+      SubtaskChain st{ci, i, {}, task};
       for (int op_index : ch.ops) {
         const OperatorConfig& oc = spec.operators[op_index];
         const OperatorType* type = FindOperatorType(oc.type);
@@ -147,7 +150,8 @@ Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const Rest
 
 std::vector<Task*> Deployment::task_ptrs() const {
   std::vector<Task*> v;
-  for (const auto& t : tasks) v.push_back(t.get());
+  for (const auto& t : tasks)
+    if (t != nullptr) v.push_back(t.get());
   return v;
 }
 
@@ -168,15 +172,25 @@ Channel* MakeLocalChannel(const ChannelSpec& cs, std::vector<std::unique_ptr<Cha
 void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<SubtaskChain> subtasks, RestorePlan* restore,
                 SnapshotPersister* persister, TaskListener* tasks_listener, BacklogListener* backlog_listener,
                 Deployment* out, const ChannelMaker& maker) {
+  // By chain and subtask: the task, null when another process runs it; and its index.
   std::vector<std::vector<Task*>> chain_tasks(plan.chains.size());
+  std::vector<std::vector<int>> chain_index(plan.chains.size());
+  int total = 0;
+  for (size_t c = 0; c < plan.chains.size(); ++c)
+    for (uint32_t i = 0; i < plan.chains[c].parallelism; ++i) {
+      chain_tasks[c].push_back(nullptr);
+      chain_index[c].push_back(total++);
+    }
+  out->tasks.resize(static_cast<size_t>(total));
   for (SubtaskChain& st : subtasks) {
     std::string name = plan.ChainName(spec, st.chain) + "[" + std::to_string(st.subtask) + "]";
     std::string head = st.ops.front().ctx.operator_id;
-    out->tasks.push_back(std::make_unique<Task>(static_cast<int>(out->tasks.size()), name, std::move(st.ops),
-                                                spec.max_parallelism, spec.checkpoint.dir, persister, tasks_listener));
+    auto& slot = out->tasks[static_cast<size_t>(st.task)];
+    slot = std::make_unique<Task>(st.task, name, std::move(st.ops), spec.max_parallelism, spec.checkpoint.dir, persister,
+                                  tasks_listener);
     auto cs = restore->channels.find({head, st.subtask});
-    if (cs != restore->channels.end()) out->tasks.back()->SetRestoredChannelState(std::move(cs->second));
-    chain_tasks[st.chain].push_back(out->tasks.back().get());
+    if (cs != restore->channels.end()) slot->SetRestoredChannelState(std::move(cs->second));
+    chain_tasks[st.chain][st.subtask] = slot.get();
   }
   for (const PlanEdge& e : plan.edges) {
     auto& from = chain_tasks[e.from_chain];
@@ -188,15 +202,22 @@ void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<Subt
       Status s = KeySelector::Make(*schema, consumer.KeyByOf(static_cast<size_t>(e.to_input)), &key);
       if (!s.ok()) std::abort();  // the loader checked every key_by field against every input
     }
-    auto make = [&](Task* a, Task* b, uint32_t i, uint32_t j) {
-      ChannelSpec cs{ChannelName(spec, plan, e, i, j), kChannelCapacity, a, b, e.feedback,
+    auto make = [&](uint32_t i, uint32_t j) {
+      Task* a = from[i];
+      Task* b = to[j];
+      ChannelSpec cs{ChannelName(spec, plan, e, i, j), kChannelCapacity, a, b,
+                     chain_index[e.from_chain][i], chain_index[e.to_chain][j], e.feedback,
                      spec.checkpoint.max_feedback_backlog, backlog_listener, schema};
       Channel* consumer_end = nullptr;
-      Channel* producer_end = maker ? maker(cs, &out->channels, &consumer_end) : MakeLocalChannel(cs, &out->channels, &consumer_end);
-      b->input_gate()->AddInput(GateInput{consumer_end, e.to_input, e.feedback});
+      Channel* producer_end = nullptr;
+      if (maker) producer_end = maker(cs, &out->channels, &consumer_end);
+      else if (a != nullptr && b != nullptr) producer_end = MakeLocalChannel(cs, &out->channels, &consumer_end);
+      if (b != nullptr && consumer_end != nullptr) b->input_gate()->AddInput(GateInput{consumer_end, e.to_input, e.feedback});
       return producer_end;
     };
     if (e.rebalance) {
+      // Every task of the edge is here, or none (CheckRebalanceEdges).
+      if (std::find(from.begin(), from.end(), nullptr) != from.end()) continue;
       // One shared queue; each consumer's slot has a stand-in channel for its name and schema.
       const std::string producer = spec.operators[plan.chains[e.from_chain].ops.back()].id;
       auto q = std::make_unique<RebalanceQueue>(RebalanceEdgeName(producer, consumer.id),
@@ -219,12 +240,15 @@ void BuildTasks(const JobSpec& spec, const ExecutionPlan& plan, std::vector<Subt
       continue;
     }
     if (!e.hash) {
-      for (uint32_t i = 0; i < from.size(); ++i) from[i]->output_gate()->AddForwardEdge(make(from[i], to[i], i, i));
+      for (uint32_t i = 0; i < from.size(); ++i) {
+        Channel* c = make(i, i);
+        if (from[i] != nullptr) from[i]->output_gate()->AddForwardEdge(c);
+      }
     } else {
       for (uint32_t i = 0; i < from.size(); ++i) {
         std::vector<Channel*> outs;
-        for (uint32_t j = 0; j < to.size(); ++j) outs.push_back(make(from[i], to[j], i, j));
-        from[i]->output_gate()->AddHashEdge(std::move(outs), key);
+        for (uint32_t j = 0; j < to.size(); ++j) outs.push_back(make(i, j));
+        if (from[i] != nullptr) from[i]->output_gate()->AddHashEdge(std::move(outs), key);
       }
     }
   }

@@ -24,6 +24,7 @@
 #include "engine/runtime/execution_plan.h"
 #include "engine/runtime/restore.h"
 #include "engine/runtime/task.h"
+#include "engine/runtime/test_hooks.h"
 #include "state/checkpoint_layout.h"
 #include "state/checkpoint_store.h"
 #include "state/state_backend.h"
@@ -242,37 +243,6 @@ int64_t WallMillisNow() {
       .count();
 }
 
-// CAIRN_SLOW_SUBTASK=<operator>:<subtask>:<microseconds>: the task running that subtask of
-// <operator> sleeps that long before the operator processes each batch. Test-only (a deliberately
-// slow subtask).
-Status ParseSlowSubtask(const JobSpec& spec, std::string* op, uint32_t* subtask, int64_t* us) {
-  const char* env = getenv("CAIRN_SLOW_SUBTASK");
-  if (env == nullptr || *env == '\0') return Status::OK();
-  const std::string v = env;
-  const auto bad = [&v](const std::string& why) {
-    return Status::InvalidArgument("CAIRN_SLOW_SUBTASK=" + v + ": " + why +
-                                   " (expected <operator>:<subtask>:<microseconds per batch>, docs/faults.md)");
-  };
-  const size_t a = v.find(':');
-  const size_t b = a == std::string::npos ? a : v.find(':', a + 1);
-  if (a == std::string::npos || b == std::string::npos || a == 0) return bad("three fields are needed");
-  *op = v.substr(0, a);
-  const OperatorConfig* oc = spec.Find(*op);
-  if (oc == nullptr) return bad("the job has no operator '" + *op + "'");
-  char* end = nullptr;
-  const std::string st = v.substr(a + 1, b - a - 1), micros = v.substr(b + 1);
-  const unsigned long n = std::strtoul(st.c_str(), &end, 10);
-  if (st.empty() || *end != '\0' || n >= oc->parallelism) return bad("'" + st + "' is not a subtask of '" + *op + "'");
-  const long long u = std::strtoll(micros.c_str(), &end, 10);
-  if (micros.empty() || *end != '\0' || u <= 0) return bad("'" + micros + "' is not a number of microseconds > 0");
-  *subtask = static_cast<uint32_t>(n);
-  *us = u;
-  return Status::OK();
-}
-
-// CAIRN_INJECT_FAILURE=<operator>:<n>[,<n>...]: in attempt k (0: the first run, then each
-// in-process restart) the first subtask of the (non-source) task running <operator> fails once
-// it has read n_k records; attempts past the list run without a failure. Test-only.
 // CAIRN_LOOPBACK_WORKERS=<n>: run the tasks as if on n workers, the channels between them over
 // loopback TCP (engine/runtime/loopback_workers.h). 0 or unset: every channel in memory. Test-only.
 Status ParseLoopbackWorkers(uint32_t* n) {
@@ -288,56 +258,13 @@ Status ParseLoopbackWorkers(uint32_t* n) {
   return Status::OK();
 }
 
-Status ParseInjectedFailures(const JobSpec& spec, std::string* op, std::vector<uint64_t>* after) {
-  const char* env = getenv("CAIRN_INJECT_FAILURE");
-  if (env == nullptr || *env == '\0') return Status::OK();
-  const std::string v = env;
-  const size_t colon = v.find(':');
-  const auto bad = [&v](const std::string& why) {
-    return Status::InvalidArgument("CAIRN_INJECT_FAILURE=" + v + ": " + why +
-                                   " (expected <operator>:<records>[,<records>...], docs/faults.md)");
-  };
-  if (colon == std::string::npos || colon == 0) return bad("no operator");
-  *op = v.substr(0, colon);
-  if (spec.Find(*op) == nullptr) return bad("the job has no operator '" + *op + "'");
-  std::string rest = v.substr(colon + 1);
-  while (!rest.empty()) {
-    const size_t comma = rest.find(',');
-    const std::string n = rest.substr(0, comma);
-    char* end = nullptr;
-    const unsigned long long x = std::strtoull(n.c_str(), &end, 10);
-    if (n.empty() || *end != '\0' || x == 0) return bad("'" + n + "' is not a number of records > 0");
-    after->push_back(x);
-    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-  }
-  if (after->empty()) return bad("no number of records");
-  return Status::OK();
-}
-
-class RunningJobImpl : public RunningJob {
+// One attempt's tasks in this process.
+class RunningJobImpl : public CoordinatedJob {
  public:
   RunningJobImpl(const JobSpec& spec, std::vector<Task*> tasks, CheckpointCoordinator* coordinator,
                  CheckpointId restored_from, std::string restored_path, uint32_t restarts, uint32_t restores)
-      : spec_(spec),
-        restarts_(restarts),
-        restores_(restores),
-        tasks_(std::move(tasks)),
-        coordinator_(coordinator),
-        restored_from_(restored_from),
-        restored_path_(std::move(restored_path)),
-        start_ms_(WallMillisNow()) {}
-  const JobSpec& spec() const override { return spec_; }
-  std::string state() const override {
-    const char* s = state_.load();
-    if (s != nullptr) return s;
-    if (stopping_.load() || coordinator_->finished()) return "finishing";
-    return "running";
-  }
-  int64_t start_time_ms() const override { return start_ms_; }
-  uint32_t restarts() const override { return restarts_; }
-  uint32_t restores() const override { return restores_; }
-  CheckpointId restored_from() const override { return restored_from_; }
-  std::string restored_path() const override { return restored_path_; }
+      : CoordinatedJob(spec, coordinator, restored_from, std::move(restored_path), restarts, restores),
+        tasks_(std::move(tasks)) {}
   std::vector<TaskView> Tasks() const override {
     std::vector<TaskView> out;
     for (Task* t : tasks_) {
@@ -347,40 +274,43 @@ class RunningJobImpl : public RunningJob {
     }
     return out;
   }
-  CheckpointStats checkpoint_stats() const override { return coordinator_->stats(); }
-  std::vector<CheckpointRecord> checkpoint_history() const override { return coordinator_->History(); }
-  size_t checkpoints_in_progress() const override { return coordinator_->in_progress(); }
-  std::string default_savepoint_dir() const override {
-    return spec_.checkpoint.savepoint_dir.empty() ? spec_.checkpoint.dir + "/savepoints" : spec_.checkpoint.savepoint_dir;
-  }
-  void RequestSavepoint(SavepointRequest r) override {
-    if (r.then != SavepointRequest::Then::kContinue) stopping_.store(true);
-    coordinator_->RequestSavepoint(std::move(r));
-  }
-  // The final state, once the job has ended (a string literal).
-  void set_state(const char* s) { state_.store(s); }
 
  private:
-  const JobSpec& spec_;
-  const uint32_t restarts_;
-  const uint32_t restores_;
   const std::vector<Task*> tasks_;
-  CheckpointCoordinator* const coordinator_;
-  const CheckpointId restored_from_;
-  const std::string restored_path_;
-  const int64_t start_ms_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<const char*> state_{nullptr};
 };
 
 }  // namespace
 
+CoordinatedJob::CoordinatedJob(const JobSpec& spec, CheckpointCoordinator* coordinator, CheckpointId restored_from,
+                               std::string restored_path, uint32_t restarts, uint32_t restores)
+    : spec_(spec),
+      restarts_(restarts),
+      restores_(restores),
+      coordinator_(coordinator),
+      restored_from_(restored_from),
+      restored_path_(std::move(restored_path)),
+      start_ms_(WallMillisNow()) {}
+
+std::string CoordinatedJob::state() const {
+  const char* s = state_.load();
+  if (s != nullptr) return s;
+  if (stopping_.load() || coordinator_->finished()) return "finishing";
+  return "running";
+}
+
+std::string CoordinatedJob::default_savepoint_dir() const {
+  return spec_.checkpoint.savepoint_dir.empty() ? spec_.checkpoint.dir + "/savepoints" : spec_.checkpoint.savepoint_dir;
+}
+
+void CoordinatedJob::RequestSavepoint(SavepointRequest r) {
+  if (r.then != SavepointRequest::Then::kContinue) stopping_.store(true);
+  coordinator_->RequestSavepoint(std::move(r));
+}
+
 Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
-  // Test-only slowness (docs/faults.md): CAIRN_SLOW_SUBTASK=<operator>:<subtask>:<microseconds>.
-  std::string slow_op;
-  uint32_t slow_subtask = 0;
-  int64_t slow_us = 0;
-  CAIRN_RETURN_IF_ERROR(ParseSlowSubtask(spec, &slow_op, &slow_subtask, &slow_us));
+  // Test-only hooks (docs/faults.md): CAIRN_SLOW_SUBTASK, CAIRN_INJECT_FAILURE.
+  TestHooks hooks;
+  CAIRN_RETURN_IF_ERROR(ParseTestHooks(spec, &hooks));
   const auto start = Clock::now();
   const ExecutionPlan plan = ExecutionPlan::Build(spec);
   const std::string& ckdir = spec.checkpoint.dir;
@@ -429,10 +359,6 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     ~WorkDirCleanup() { RemoveAll(dir).IgnoreError(); }
   } work_cleanup{work_dir};
 
-  // Test-only failure injection (docs/faults.md): CAIRN_INJECT_FAILURE=<operator>:<n>[,<n>...].
-  std::string inject_op;
-  std::vector<uint64_t> inject_after;
-  CAIRN_RETURN_IF_ERROR(ParseInjectedFailures(spec, &inject_op, &inject_after));
   // Test-only: the channels between tasks over loopback TCP (docs/scale-out.md).
   uint32_t loopback_workers = 0;
   CAIRN_RETURN_IF_ERROR(ParseLoopbackWorkers(&loopback_workers));
@@ -484,18 +410,7 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
                loopback ? loopback->maker() : ChannelMaker());
     if (loopback) CAIRN_RETURN_IF_ERROR(loopback->Start());
     const std::vector<Task*> tasks = job.task_ptrs();
-    if (attempt < inject_after.size())
-      for (Task* t : tasks)
-        if (!t->is_source() && std::any_of(t->chain().begin(), t->chain().end(),
-                                           [&](const ChainedOperator& c) { return c.ctx.operator_id == inject_op; })) {
-          t->InjectFailureAfter(inject_after[attempt]);
-          break;  // the first subtask only
-        }
-    if (slow_us > 0)
-      for (Task* t : tasks)
-        for (size_t i = 0; i < t->chain().size(); ++i)
-          if (t->chain()[i].ctx.operator_id == slow_op && t->chain()[i].ctx.subtask == slow_subtask)
-            t->SlowDownPerBatch(i, slow_us);
+    ApplyTestHooks(hooks, attempt, tasks);
     Parker main_parker;
     control.SetParties(tasks, job.channel_ptrs(), &main_parker);
     const CheckpointId first_id = std::max(store.MaxId(), restore.active ? restore.checkpoint.metadata.id : 0) + 1;

@@ -14,6 +14,7 @@
 // re-entrant per checkpoint.dir.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -72,6 +73,41 @@ class RunningJob {
   // CheckpointCoordinator::RequestSavepoint; a stop (then != kContinue) also marks the job
   // finishing.
   virtual void RequestSavepoint(SavepointRequest r) = 0;
+};
+
+// The RunningJob of one attempt whose checkpoints a CheckpointCoordinator in this process runs
+// (RunJob's, and a worker-process coordinator's generation, jobs/cli/cluster.h): everything
+// but the tasks' counters, Tasks(), which the subclass reads from wherever its tasks run.
+// `spec` and `coordinator` outlive it.
+class CoordinatedJob : public RunningJob {
+ public:
+  CoordinatedJob(const JobSpec& spec, CheckpointCoordinator* coordinator, CheckpointId restored_from,
+                 std::string restored_path, uint32_t restarts, uint32_t restores);
+  const JobSpec& spec() const override { return spec_; }
+  std::string state() const override;
+  int64_t start_time_ms() const override { return start_ms_; }
+  uint32_t restarts() const override { return restarts_; }
+  uint32_t restores() const override { return restores_; }
+  CheckpointId restored_from() const override { return restored_from_; }
+  std::string restored_path() const override { return restored_path_; }
+  CheckpointStats checkpoint_stats() const override { return coordinator_->stats(); }
+  std::vector<CheckpointRecord> checkpoint_history() const override { return coordinator_->History(); }
+  size_t checkpoints_in_progress() const override { return coordinator_->in_progress(); }
+  std::string default_savepoint_dir() const override;
+  void RequestSavepoint(SavepointRequest r) override;
+  // The final state, once the attempt has ended (a string literal).
+  void set_state(const char* s) { state_.store(s); }
+
+ private:
+  const JobSpec& spec_;
+  const uint32_t restarts_;
+  const uint32_t restores_;
+  CheckpointCoordinator* const coordinator_;
+  const CheckpointId restored_from_;
+  const std::string restored_path_;
+  const int64_t start_ms_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<const char*> state_{nullptr};
 };
 
 struct RunOptions {

@@ -18,32 +18,14 @@ Status LoopbackWorkers::Create(const ExecutionPlan& plan, uint32_t workers, std:
       if (!self->stopping_.load() && self->on_failure_) self->on_failure_(s);
     });
   }
+  std::map<uint32_t, net::Transport*> all;
+  for (uint32_t i = 0; i < workers; ++i) all[i] = w->transports_[i].get();
+  w->channels_ = std::make_unique<RemoteChannels>(&w->assignment_, std::move(all));
   *out = std::move(w);
   return Status::OK();
 }
 
 LoopbackWorkers::~LoopbackWorkers() { Stop(); }
-
-ChannelMaker LoopbackWorkers::maker() {
-  return [this](const ChannelSpec& cs, std::vector<std::unique_ptr<Channel>>* owned, Channel** consumer_end) {
-    const uint32_t a = assignment_.worker_of_task[static_cast<size_t>(cs.from->index())];
-    const uint32_t b = assignment_.worker_of_task[static_cast<size_t>(cs.to->index())];
-    if (a == b) return MakeLocalChannel(cs, owned, consumer_end);
-    net::Transport& ta = *transports_[a];
-    net::Transport& tb = *transports_[b];
-    owned->push_back(std::make_unique<Channel>(cs.name, cs.capacity, cs.from->parker(), ta.SenderParker(b),
-                                               /*unbounded=*/cs.feedback, cs.backlog_limit, cs.listener));
-    Channel* producer_end = owned->back().get();
-    owned->push_back(std::make_unique<Channel>(cs.name, cs.capacity, tb.ReceiverParker(a), cs.to->parker()));
-    *consumer_end = owned->back().get();
-    producer_end->set_schema(cs.schema);
-    (*consumer_end)->set_schema(cs.schema);
-    const uint32_t id = next_id_++;
-    ta.AddOutbound(id, b, producer_end);
-    tb.AddInbound(id, a, *consumer_end, static_cast<uint32_t>(cs.capacity));
-    return producer_end;
-  };
-}
 
 Status LoopbackWorkers::Start() {
   std::map<uint32_t, net::Endpoint> peers;

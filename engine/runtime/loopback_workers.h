@@ -16,6 +16,7 @@
 #include "engine/net/transport.h"
 #include "engine/runtime/deploy.h"
 #include "engine/runtime/execution_plan.h"
+#include "engine/runtime/remote_channels.h"
 #include "engine/runtime/worker_assignment.h"
 
 namespace cairn {
@@ -30,13 +31,13 @@ class LoopbackWorkers {
   ~LoopbackWorkers();  // Stop()
 
   // For BuildTasks: a local channel between tasks of one worker, a remote channel (an outbound
-  // and an inbound Channel, credits = the capacity) between workers.
-  ChannelMaker maker();
+  // and an inbound Channel, credits = the capacity) between workers (RemoteChannels).
+  ChannelMaker maker() { return channels_->maker(); }
   // Connects the transports (after BuildTasks, before the tasks start).
   Status Start();
   // Before the channels are destroyed.
   void Stop();
-  size_t remote_channels() const { return next_id_; }
+  size_t remote_channels() const { return channels_->remote_channels(); }
 
  private:
   LoopbackWorkers() = default;
@@ -44,7 +45,7 @@ class LoopbackWorkers {
   std::vector<std::unique_ptr<net::Transport>> transports_;
   std::function<void(const Status&)> on_failure_;
   std::atomic<bool> stopping_{false};  // failures seen while stopping are not reported
-  uint32_t next_id_ = 0;
+  std::unique_ptr<RemoteChannels> channels_;
 };
 
 }  // namespace cairn

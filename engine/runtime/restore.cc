@@ -120,17 +120,16 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
       plan->keyed[h.operator_id].push_back(KeyedSnapshotHandle{dir, h.key_groups});
     }
   }
-  // Read every keyed snapshot through once (RocksDB checks every block's checksum), so that
-  // damaged keyed state fails here, before the job takes checkpoint.dir, rather than half-way
-  // through; one thread per snapshot, as the restore itself (deploy.cc). The first damaged one
-  // in the metadata's order is reported.
+  // Check every keyed snapshot by its checksums (every file it lists present, every block and
+  // changelog segment sound; StateBackend::VerifySnapshot), so that damaged keyed state fails
+  // here, before the job takes checkpoint.dir, rather than half-way through; one thread per
+  // snapshot, as the restore itself (deploy.cc). The first damaged one in the metadata's order
+  // is reported.
   {
     std::vector<Status> read(to_read.size());
     std::vector<std::thread> readers;
     for (size_t i = 0; i < to_read.size(); ++i)
-      readers.emplace_back([&backend, &to_read, &read, i] {
-        read[i] = backend.ReadStates(to_read[i], [](const StateEntry&) {});
-      });
+      readers.emplace_back([&backend, &to_read, &read, i] { read[i] = backend.VerifySnapshot(to_read[i]); });
     for (auto& t : readers) t.join();
     for (const Status& st : read) CAIRN_RETURN_IF_ERROR(st.WithContext("checkpoint " + where));
   }

@@ -87,6 +87,7 @@ bool Task::OperatorFailed(const ChainedOperator& c, const Status& s) {
 }
 
 bool Task::NotifyChain(CheckpointId id) {
+  last_notified_ = std::max(last_notified_, id);
   for (auto& c : chain_) {
     Status s = c.op->NotifyCheckpointComplete(id);
     if (!s.ok()) return OperatorFailed(c, s);
@@ -143,6 +144,20 @@ bool Task::HandleControl() {
   while (control_.try_dequeue(c))
     if (!handle(c)) return false;
   return !cancelled_.load(std::memory_order_acquire);
+}
+
+bool Task::AwaitLastCheckpointNotified() {
+  const CheckpointId final_id = checkpointer_.last_taken();
+  while (true) {
+    if (!HandleControl()) return false;
+    if (last_notified_ >= final_id) return true;
+    uint32_t t = parker_.Prepare();
+    if (control_.size_approx() > 0 || cancelled_.load(std::memory_order_acquire)) {
+      parker_.Cancel();
+      continue;
+    }
+    parker_.Park(t, Clock::time_point::max());
+  }
 }
 
 bool Task::OnBlocked(Clock::time_point* deadline) {
@@ -553,8 +568,13 @@ void Task::RunConsumer() {
     } else {
       GateEvent ev = in_.Poll();
       if (ev.kind == GateEvent::Kind::kEndOfStream) {
-        // Notifications sent before the end of stream (the final checkpoint's) come first.
-        if (!HandleControl()) return;
+        // The end of stream follows the final checkpoint (or a stop's savepoint): the sources
+        // end the stream only once it completed, after its completion was sent to every task.
+        // The task ends only after that notification (as Flink's tasks wait for the final
+        // checkpoint, FLIP-147), so that a sink commits the final checkpoint's output: in one
+        // process the notification is already queued here, but across worker processes it
+        // comes on the coordinator's connection and may arrive after the data.
+        if (!AwaitLastCheckpointNotified()) return;
         out_.Broadcast(StreamElement::EndOfStream());
         return;
       }

@@ -147,6 +147,9 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   bool ForwardSourceWatermark(const SourceWatermarkGenerator::Current& c);
   Clock::time_point ParkDeadline(Clock::time_point deadline);
   bool NotifyChain(CheckpointId id);  // false (and failed) when an operator fails
+  // At the end of stream: waits (parked, handling control messages) until the latest checkpoint
+  // this task took was notified complete. False when the task must stop (cancelled, failed).
+  bool AwaitLastCheckpointNotified();
   // Fails the task with `s` from chain operator `c`, naming it; returns false.
   bool OperatorFailed(const ChainedOperator& c, const Status& s);
   void Fail(const Status& s);
@@ -172,6 +175,7 @@ class Task : public BlockedHandler, public CheckpointParticipant {
   CheckpointedInputGate in_;
   OutputGate out_;
   SubtaskCheckpointer checkpointer_;
+  CheckpointId last_notified_ = 0;  // the latest id NotifyChain passed on
   std::vector<Control> deferred_;  // control messages taken while blocked, handled later
   bool in_blocked_handler_ = false;
   // The input batch being processed (it may be processed in slices when throttled).

@@ -1,6 +1,8 @@
 #include "engine/runtime/worker_assignment.h"
 
 #include <numeric>
+#include <set>
+#include <string>
 
 namespace cairn {
 
@@ -38,6 +40,26 @@ Status AssignWorkers(const ExecutionPlan& plan, uint32_t workers, WorkerAssignme
       out->worker_of_task[static_cast<size_t>(task)] = w;
       out->tasks_of_worker[w].push_back(task);
     }
+  }
+  return Status::OK();
+}
+
+Status CheckRebalanceEdges(const JobSpec& spec, const ExecutionPlan& plan, const WorkerAssignment& a) {
+  std::vector<int> first_task(plan.chains.size() + 1, 0);
+  for (size_t c = 0; c < plan.chains.size(); ++c)
+    first_task[c + 1] = first_task[c] + static_cast<int>(plan.chains[c].parallelism);
+  for (const PlanEdge& e : plan.edges) {
+    if (!e.rebalance) continue;
+    std::set<uint32_t> workers;
+    for (int c : {e.from_chain, e.to_chain})
+      for (int t = first_task[c]; t < first_task[c + 1]; ++t) workers.insert(a.worker_of_task[static_cast<size_t>(t)]);
+    if (workers.size() > 1)
+      return Status::InvalidArgument(
+          "operator '" + spec.operators[plan.chains[e.to_chain].ops.front()].id + "': its input from '" +
+          spec.operators[plan.chains[e.from_chain].ops.back()].id +
+          "' is load-balanced (partition: rebalance), and its tasks would run in " + std::to_string(workers.size()) +
+          " worker processes; a load-balanced edge cannot cross processes yet: use partition: hash or forward, "
+          "parallelism 1 on both sides, or one worker (docs/scale-out.md)");
   }
   return Status::OK();
 }

@@ -29,4 +29,8 @@ struct WorkerAssignment {
 // InvalidArgument when `workers` is 0.
 Status AssignWorkers(const ExecutionPlan& plan, uint32_t workers, WorkerAssignment* out);
 
+// InvalidArgument naming the edge when a load-balanced (rebalance) edge has tasks on more than
+// one worker: its shared queue cannot cross processes (docs/scale-out.md).
+Status CheckRebalanceEdges(const JobSpec& spec, const ExecutionPlan& plan, const WorkerAssignment& a);
+
 }  // namespace cairn

@@ -15,6 +15,7 @@
 #include "engine/runtime/execution_plan.h"
 #include "engine/base/file_util.h"
 #include "engine/runtime/job_runner.h"
+#include "jobs/cli/cluster.h"
 #include "jobs/cli/kafka_mock.h"
 #include "jobs/cli/progress.h"
 #include "jobs/cli/rest_client.h"
@@ -39,6 +40,12 @@ constexpr const char* kUsage =
     "  cairn run JOB.yaml [--restore latest|PATH | --fresh] [--set KEY=VALUE]... [--quiet]\n"
     "            [--progress-interval DURATION]   (progress lines on stderr; default 1s)\n"
     "            [--http HOST:PORT]               (REST API and web page; default off; port 0: any)\n"
+    "            [--local-workers N]              (a coordinator and N worker processes on loopback)\n"
+    "            [--heartbeat-interval DURATION] [--heartbeat-timeout DURATION]  (default 500ms, 5s)\n"
+    "  cairn coordinator JOB.yaml --listen HOST:PORT --workers N [--restore latest|PATH | --fresh]\n"
+    "            [--set KEY=VALUE]... [--quiet] [--progress-interval DURATION] [--http HOST:PORT]\n"
+    "            [--heartbeat-interval DURATION] [--heartbeat-timeout DURATION]\n"
+    "  cairn worker --coordinator HOST:PORT [--listen HOST:PORT]\n"
     "  cairn savepoint JOB_URL [--dir DIR]\n"
     "  cairn stop JOB_URL [--savepoint DIR] [--drain]\n"
     "  cairn validate JOB.yaml [--set KEY=VALUE]...\n"
@@ -76,6 +83,12 @@ bool TakeValue(const std::vector<std::string>& args, size_t* i, const std::strin
   return true;
 }
 
+// "--flag DURATION" (> 0); false when missing or malformed.
+bool TakeDuration(const std::vector<std::string>& args, size_t* i, const std::string& flag, Millis* out) {
+  std::string v;
+  return TakeValue(args, i, flag, &v) && ParseDuration(v, out) && out->count() > 0;
+}
+
 bool IsFlag(const std::string& a, const std::string& flag) {
   return a == flag || (a.size() > flag.size() && a.compare(0, flag.size() + 1, flag + "=") == 0);
 }
@@ -88,14 +101,48 @@ struct JobArgs {
   bool quiet = false;
   Millis progress_interval{1000};
   std::string http;  // --http HOST:PORT; "" off
+  // Processes (jobs/cli/cluster.h): `run --local-workers`, `coordinator`.
+  uint32_t local_workers = 0;
+  std::string listen;
+  uint32_t workers = 0;
+  Millis heartbeat_interval{500};
+  Millis heartbeat_timeout{5000};
 };
 
+// A count in 1..64 for `flag`; false when malformed.
+bool ParseCount(const std::string& v, uint32_t* out) {
+  char* end = nullptr;
+  const unsigned long x = std::strtoul(v.c_str(), &end, 10);
+  if (v.empty() || v[0] == '-' || *end != '\0' || x < 1 || x > 64) return false;
+  *out = static_cast<uint32_t>(x);
+  return true;
+}
+
 // Parses JOB.yaml and the flags of `run` (allow_run_flags) or `validate`.
-int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, JobArgs* out) {
+enum class JobCommand { kValidate, kRun, kCoordinator };
+
+int ParseJobArgs(const std::vector<std::string>& args, JobCommand cmd, JobArgs* out) {
+  const bool allow_run_flags = cmd != JobCommand::kValidate;
+  const bool processes = cmd != JobCommand::kValidate;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     std::string v;
-    if (IsFlag(a, "--set")) {
+    if (cmd == JobCommand::kRun && IsFlag(a, "--local-workers")) {
+      if (!TakeValue(args, &i, "--local-workers", &v) || !ParseCount(v, &out->local_workers))
+        return UsageError("--local-workers needs a number of worker processes in 1..64");
+    } else if (cmd == JobCommand::kCoordinator && IsFlag(a, "--workers")) {
+      if (!TakeValue(args, &i, "--workers", &v) || !ParseCount(v, &out->workers))
+        return UsageError("--workers needs a number of workers in 1..64");
+    } else if (cmd == JobCommand::kCoordinator && IsFlag(a, "--listen")) {
+      if (!TakeValue(args, &i, "--listen", &v) || v.empty()) return UsageError("--listen needs HOST:PORT, e.g. 127.0.0.1:6123");
+      out->listen = v;
+    } else if (processes && IsFlag(a, "--heartbeat-interval")) {
+      if (!TakeDuration(args, &i, "--heartbeat-interval", &out->heartbeat_interval))
+        return UsageError("--heartbeat-interval needs a duration > 0 (e.g. 500ms)");
+    } else if (processes && IsFlag(a, "--heartbeat-timeout")) {
+      if (!TakeDuration(args, &i, "--heartbeat-timeout", &out->heartbeat_timeout))
+        return UsageError("--heartbeat-timeout needs a duration > 0 (e.g. 5s)");
+    } else if (IsFlag(a, "--set")) {
       if (!TakeValue(args, &i, "--set", &v)) return UsageError("--set needs KEY=VALUE");
       out->sets.push_back(v);
     } else if (allow_run_flags && IsFlag(a, "--restore")) {
@@ -103,8 +150,7 @@ int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, Job
       if (!out->restore.empty()) return UsageError("--restore given twice");
       out->restore = v;
     } else if (allow_run_flags && IsFlag(a, "--progress-interval")) {
-      if (!TakeValue(args, &i, "--progress-interval", &v) || !ParseDuration(v, &out->progress_interval) ||
-          out->progress_interval.count() <= 0)
+      if (!TakeDuration(args, &i, "--progress-interval", &out->progress_interval))
         return UsageError("--progress-interval needs a duration > 0 (e.g. 100ms, 1s)");
     } else if (allow_run_flags && IsFlag(a, "--http")) {
       if (!TakeValue(args, &i, "--http", &v) || v.empty()) return UsageError("--http needs HOST:PORT, e.g. 127.0.0.1:8081");
@@ -124,12 +170,59 @@ int ParseJobArgs(const std::vector<std::string>& args, bool allow_run_flags, Job
   if (out->file.empty()) return UsageError("missing JOB.yaml");
   if (out->fresh && !out->restore.empty())
     return UsageError("--fresh (start over) and --restore (resume) exclude each other");
+  if (out->heartbeat_timeout <= out->heartbeat_interval)
+    return UsageError("--heartbeat-timeout must be longer than --heartbeat-interval");
+  if (cmd == JobCommand::kCoordinator && out->listen.empty()) return UsageError("coordinator: missing --listen HOST:PORT");
+  if (cmd == JobCommand::kCoordinator && out->workers == 0) return UsageError("coordinator: missing --workers N");
   return 0;
+}
+
+CoordinatorOptions ToCoordinatorOptions(const JobArgs& ja) {
+  CoordinatorOptions o;
+  o.job_file = ja.file;
+  o.sets = ja.sets;
+  o.restore = ja.restore;
+  o.fresh = ja.fresh;
+  o.quiet = ja.quiet;
+  if (!ja.listen.empty()) o.listen = ja.listen;
+  o.workers = ja.workers > 0 ? ja.workers : ja.local_workers;
+  o.local_workers = ja.local_workers;
+  o.heartbeat_interval = ja.heartbeat_interval;
+  o.heartbeat_timeout = ja.heartbeat_timeout;
+  o.http = ja.http;
+  o.progress_interval = ja.progress_interval;
+  return o;
+}
+
+int CmdCoordinator(const std::vector<std::string>& args) {
+  JobArgs ja;
+  if (int rc = ParseJobArgs(args, JobCommand::kCoordinator, &ja)) return rc;
+  return RunCoordinator(ToCoordinatorOptions(ja));
+}
+
+int CmdWorker(const std::vector<std::string>& args) {
+  WorkerOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    if (IsFlag(a, "--coordinator")) {
+      if (!TakeValue(args, &i, "--coordinator", &v) || v.empty()) return UsageError("--coordinator needs HOST:PORT");
+      o.coordinator = v;
+    } else if (IsFlag(a, "--listen")) {
+      if (!TakeValue(args, &i, "--listen", &v) || v.empty()) return UsageError("--listen needs HOST:PORT");
+      o.listen = v;
+    } else {
+      return UsageError("worker: unexpected argument '" + a + "'");
+    }
+  }
+  if (o.coordinator.empty()) return UsageError("worker: missing --coordinator HOST:PORT");
+  return RunWorker(o);
 }
 
 int CmdRun(const std::vector<std::string>& args) {
   JobArgs ja;
-  if (int rc = ParseJobArgs(args, true, &ja)) return rc;
+  if (int rc = ParseJobArgs(args, JobCommand::kRun, &ja)) return rc;
+  if (ja.local_workers > 0) return RunCoordinator(ToCoordinatorOptions(ja));
   JobSpec spec;
   Status s = LoadJob(ja.file, ja.sets, &spec);
   if (!s.ok()) return Report(s);
@@ -161,7 +254,7 @@ int CmdRun(const std::vector<std::string>& args) {
 
 int CmdValidate(const std::vector<std::string>& args) {
   JobArgs ja;
-  if (int rc = ParseJobArgs(args, false, &ja)) return rc;
+  if (int rc = ParseJobArgs(args, JobCommand::kValidate, &ja)) return rc;
   JobSpec spec;
   Status s = LoadJob(ja.file, ja.sets, &spec);
   if (!s.ok()) return Report(s);
@@ -480,6 +573,8 @@ int CairnMain(int argc, char** argv) {
   std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "run") return CmdRun(args);
+  if (cmd == "coordinator") return CmdCoordinator(args);
+  if (cmd == "worker") return CmdWorker(args);
   if (cmd == "validate") return CmdValidate(args);
   if (cmd == "checkpoints") return CmdCheckpoints(args);
   if (cmd == "generate") return CmdGenerate(args);

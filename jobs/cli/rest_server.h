@@ -1,4 +1,5 @@
-// The REST API of a running job (`cairn run JOB --http HOST:PORT`; docs/rest.md has every path
+// The REST API of a running job (`cairn run JOB --http HOST:PORT`, and the coordinator of worker
+// processes, jobs/cli/cluster.h, which attaches each generation; docs/rest.md has every path
 // and JSON shape): GET /api/job, GET /api/checkpoints, GET /api/checkpoints/ID,
 // POST /api/savepoints, POST /api/stop, GET /metrics (Prometheus text format).
 //
