@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <memory>
@@ -76,6 +77,19 @@ class MockKafka {
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps_.c_str(), err, sizeof(err));
     rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
+    // Exactly once into the topic: a retried produce never writes a record twice, and a record
+    // that could not be delivered fails the test here (rd_kafka_flush does not report it).
+    rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
+    struct Delivery {
+      int failed = 0;
+      std::string first_error;
+    } delivery;
+    rd_kafka_conf_set_opaque(conf, &delivery);
+    rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+      auto* d = static_cast<Delivery*>(opaque);
+      if (d->failed++ == 0) d->first_error = rd_kafka_err2str(m->err);
+    });
     rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
     ASSERT_NE(p, nullptr) << err;
     std::ifstream in(path);
@@ -93,6 +107,8 @@ class MockKafka {
     }
     ASSERT_EQ(rd_kafka_flush(p, 60000), RD_KAFKA_RESP_ERR_NO_ERROR);
     rd_kafka_destroy(p);
+    ASSERT_EQ(delivery.failed, 0) << "records not delivered to the mock cluster; the first error: "
+                                  << delivery.first_error;
   }
 
  private:
@@ -211,6 +227,9 @@ TEST(KafkaSource, RescaleTwoThreeOneRedistributesPartitions) {
   const std::string at1 = SourceState(ck);
   EXPECT_EQ(PartitionItems(at1, 0), 4u) << at1;
   for (int q = 0; q < 4; ++q) EXPECT_NE(at1.find("partition=" + std::to_string(q) + " "), std::string::npos) << at1;
+  if (HasFailure())
+    std::cerr << "the killed runs' stderr:\n" << ReadText(wc.dir / "err.log") << "the last run's stderr:\n" << r.err
+              << "the checkpoints:\n" << RunCairn({"checkpoints", ck}).out;
 }
 
 // Runs `args` until the committed output in `out` holds `lines` lines, then SIGKILLs it.
