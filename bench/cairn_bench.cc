@@ -666,7 +666,7 @@ int RecordsMain(const std::vector<std::string>& args) {
   std::map<std::string, std::vector<double>> rate, cpu, rss;
   std::map<std::string, std::string> digest;
   for (int rep = 0; rep < reps; ++rep) {
-    for (const std::string backend : rep % 2 == 0 ? std::vector<std::string>{"heap", "rocksdb"}
+    for (const std::string& backend : rep % 2 == 0 ? std::vector<std::string>{"heap", "rocksdb"}
                                                   : std::vector<std::string>{"rocksdb", "heap"}) {
       const std::string dir = scratch + "/" + backend;
       RemoveAll(dir).IgnoreError();

@@ -173,7 +173,9 @@ void ExpectVerifyFindsDamage(const CrashedRun& run, int id, const std::string& e
   EXPECT_EQ(all.exit_code, 1) << all.out << all.err;
   EXPECT_THAT(all.out, HasSubstr("{\"path\":\"" + run.chk(id) + "\""));
   EXPECT_THAT(all.out, HasSubstr("\"sound\":false"));
-  if (id > 1) EXPECT_THAT(all.out, HasSubstr("{\"path\":\"" + run.chk(id - 1) + "\""));  // every checkpoint is checked
+  if (id > 1) {  // every checkpoint is checked
+    EXPECT_THAT(all.out, HasSubstr("{\"path\":\"" + run.chk(id - 1) + "\""));
+  }
   EXPECT_TRUE(SameTree(before, run.Trees())) << "verify changed something";
 }
 

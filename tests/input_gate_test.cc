@@ -30,6 +30,7 @@ std::string Describe(const GateEvent& ev) {
       return s;
     }
     case GateEvent::Kind::kCheckpoint: return "checkpoint:" + std::to_string(ev.barrier.id);
+    case GateEvent::Kind::kWatermark: return "watermark";
     case GateEvent::Kind::kEndOfInput: return "end-of-input";
     case GateEvent::Kind::kEndOfStream: return "end-of-stream";
     case GateEvent::Kind::kChannelStateDone: return "channel-state:" + std::to_string(ev.channel_state->id);
@@ -402,6 +403,7 @@ std::vector<std::string> ReadScan(InputGate& gate) {
         break;
       }
       case InputGate::Read::kBarrier: out.push_back("barrier:" + std::to_string(b.id) + at); break;
+      case InputGate::Read::kWatermark: break;  // these channels carry no watermarks
       case InputGate::Read::kEndOfInput: out.push_back("end-of-input"); break;
       case InputGate::Read::kChannelEndOfInput: out.push_back("channel-end-of-input" + at); break;
       case InputGate::Read::kChannelEndOfStream: out.push_back("end-of-stream" + at); break;

@@ -800,7 +800,9 @@ TEST(ChangelogTest, CoalescingKeepsTheNewestEntryOfEachKeyInKeyOrder) {
     EXPECT_EQ(e.key_group, k.first);
     EXPECT_EQ(e.key, k.second);
     EXPECT_EQ(e.deleted, v.first) << e.key;
-    if (!v.first) EXPECT_EQ(e.int64, v.second) << e.key;
+    if (!v.first) {
+      EXPECT_EQ(e.int64, v.second) << e.key;
+    }
   }
   EXPECT_EQ(out.back().state, "value/int64/x");
   EXPECT_EQ(out.back().value, "v2");
