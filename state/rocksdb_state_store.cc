@@ -898,12 +898,14 @@ void RocksDbStateStore::MaterializerLoop() {
 Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::string& checkpoint_dir,
                                            uint64_t* bytes) {
   uint64_t written = 0;
+  // Each directory below is fsynced once, at the end (the keyed directory gets two files).
+  DirSyncs dir_syncs;
   if (!delta.empty()) {
     // One sequential write and fsync: the delta as it is (each key once, the dirty set
     // coalesced the interval's updates of a hot key).
     const uint64_t seq = last_seq_ + 1;
     const std::string data = EncodeChangelogSegment(delta);
-    CAIRN_RETURN_IF_ERROR(WriteChecksummedFile(SegmentPath(seq), data));
+    CAIRN_RETURN_IF_ERROR(WriteChecksummedFile(SegmentPath(seq), data, &dir_syncs));
     last_seq_ = seq;
     written += data.size() + kBlobFooterSize;
     MutexLock l(&mu_);
@@ -944,7 +946,7 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
     // As Upload: the list first, then the files, under the collection's mutex. A file a
     // collection removed since an earlier checkpoint failed is linked again from its local copy.
     std::lock_guard<std::mutex> l(SharedFilesMutex());
-    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs));
+    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs, &dir_syncs));
     CAIRN_CRASH_POINT("persist.shared_listed");
     const std::string mine = SharedSubdir();
     bool made = false;
@@ -960,11 +962,12 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
       if (!IsChangelogSegmentName(refs[i].name)) written += fs::file_size(refs[i].path, ec);
     }
     if (made) {
-      CAIRN_RETURN_IF_ERROR(FsyncDir(mine));
-      CAIRN_RETURN_IF_ERROR(FsyncDir(options_.shared_dir));
+      dir_syncs.Add(mine);
+      dir_syncs.Add(options_.shared_dir);
     }
   }
-  CAIRN_RETURN_IF_ERROR(FsyncDir(checkpoint_dir));
+  dir_syncs.Add(checkpoint_dir);
+  CAIRN_RETURN_IF_ERROR(dir_syncs.SyncAll());
   // Local copies that no later checkpoint lists: the segments m holds and the
   // materializations before m.
   std::vector<std::string> remove;

@@ -4,12 +4,15 @@
 //   earlier checkpoint failed before its async part ran, and after an fsync error;
 // - every directory of a completed checkpoint was fsynced (subtask directories without
 //   operator state too);
+// - every file a checkpoint's persist writes has its directory fsynced after it and before the
+//   checkpoint's _metadata, each subtask directory once (unaligned, changelog state);
 // - a failed commit is removed _metadata first;
 // - the persister skips checkpoints the coordinator aborted (expired).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -43,10 +46,10 @@ std::vector<LogLine> ReadLog(const std::string& path) {
 
 class LoggedRun {
  public:
-  LoggedRun(const std::string& words = "200000", int pace = 10000) {
+  LoggedRun(const std::string& words = "200000", int pace = 10000, const std::string& job = "wordcount.yaml") {
     RunResult gen = RunCairn({"generate", "--out", input(), "--words", words, "--vocabulary", "2000", "--seed", "41"});
     EXPECT_EQ(gen.exit_code, 0) << gen.err;
-    args_ = {"run", SourceDir() + "/jobs/wordcount.yaml", "--quiet",
+    args_ = {"run", SourceDir() + "/jobs/" + job, "--quiet",
              "--set", "operators.source.path=" + input(),
              "--set", "operators.sink.path=" + out(),
              "--set", "checkpoint.dir=" + ck(),
@@ -127,6 +130,41 @@ TEST(DurabilityTest, EveryDirectoryOfACompletedCheckpointWasFsynced) {
       }
   }
   EXPECT_GT(checked, 0u);
+}
+
+TEST(DurabilityTest, EveryFileOfACheckpointHasItsDirectoryFsyncedOnceBeforeTheCommit) {
+  // The backpressure job (a throttle before the sink), unaligned, with the changelog state: its
+  // checkpoints write operator, list and channel state and changelog segments.
+  LoggedRun run("200000", 1000000, "wordcount-backpressure.yaml");
+  RunResult r = run.Run({"--set", "checkpoint.mode=unaligned", "--set", "state.changelog=true"}, {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<LogLine> log = ReadLog(run.log());
+  size_t files = 0, channel_files = 0;
+  for (const auto& c : fs::directory_iterator(run.ck())) {
+    const std::string chk = c.path().string();
+    if (c.path().filename().string().rfind("chk-", 0) != 0) continue;
+    size_t commit = log.size();
+    for (size_t i = 0; i < log.size(); ++i)
+      if (log[i].event == "write" && log[i].path == chk + "/_metadata") commit = i;
+    ASSERT_LT(commit, log.size()) << "no _metadata write logged for " << chk;
+    std::map<std::string, int> subtask_dir_syncs;
+    for (size_t i = 0; i < commit; ++i) {
+      const LogLine& l = log[i];
+      if (l.event == "fsync-dir" && fs::path(l.path).parent_path() == c.path()) ++subtask_dir_syncs[l.path];
+      if (l.event != "write" || l.path.rfind(chk + "/", 0) != 0) continue;
+      ++files;
+      if (l.path.size() > 14 && l.path.substr(l.path.size() - 14) == "/channel.state") ++channel_files;
+      const std::string dir = fs::path(l.path).parent_path().string();
+      bool synced = false;
+      for (size_t j = i + 1; j < commit && !synced; ++j) synced = log[j].event == "fsync-dir" && log[j].path == dir;
+      EXPECT_TRUE(synced) << l.path << ": its directory was not fsynced between its write and the commit";
+    }
+    for (const auto& [dir, n] : subtask_dir_syncs) EXPECT_EQ(n, 1) << dir;
+    EXPECT_FALSE(subtask_dir_syncs.empty()) << chk;
+  }
+  EXPECT_GT(files, 0u);
+  EXPECT_GT(channel_files, 0u) << "no checkpoint held channel state: the run did not test its write";
+  ExpectExactlyOnce(run.out(), ExpectedCounts(run.input()));
 }
 
 TEST(DurabilityTest, AFailedCommitIsRemovedMetadataFirst) {

@@ -182,6 +182,38 @@ TEST(FileUtil, ChecksummedFileRoundTrips) {
   EXPECT_EQ(out, data);
 }
 
+TEST(FileUtil, ChecksummedFileWithDeferredDirSyncIsInPlaceAndItsDirectoryQueued) {
+  ScratchDir dir;
+  ASSERT_TRUE(CreateDirs(dir / "sub").ok());
+  DirSyncs syncs;
+  ASSERT_TRUE(WriteChecksummedFile(dir / "sub/a", "one", &syncs).ok());
+  ASSERT_TRUE(WriteChecksummedFile(dir / "sub/b", "two", &syncs).ok());
+  std::string out;
+  ASSERT_TRUE(ReadChecksummedFile(dir / "sub/b", &out).ok());
+  EXPECT_EQ(out, "two");
+  EXPECT_FALSE(PathExists(dir / "sub/a.tmp"));
+  // The directory's fsync was queued, not made: with the directory gone it fails, naming it.
+  ASSERT_TRUE(RemoveAll(dir / "sub").ok());
+  Status s = syncs.SyncAll();
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), dir / "sub")) << s.message();
+}
+
+TEST(FileUtil, DirSyncsFsyncsEachDirectoryAddedStopsAtTheFirstFailureAndEmpties) {
+  ScratchDir dir;
+  DirSyncs syncs;
+  EXPECT_TRUE(syncs.SyncAll().ok());  // nothing added
+  syncs.Add(dir.path());
+  syncs.Add(dir / "missing");
+  syncs.Add(dir.path());
+  Status s = syncs.SyncAll();
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), dir / "missing")) << s.message();
+  EXPECT_TRUE(syncs.SyncAll().ok());  // the set was emptied
+  syncs.Add(dir.path());
+  EXPECT_TRUE(syncs.SyncAll().ok());
+}
+
 TEST(FileUtil, ChecksummedFileWithEmptyDataRoundTrips) {
   ScratchDir dir;
   ASSERT_TRUE(WriteChecksummedFile(dir / "blob", "").ok());

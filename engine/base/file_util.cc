@@ -102,7 +102,7 @@ Status WriteAll(int fd, const std::string& path, std::string_view data) {
 // Writes the concatenation of `parts` to path.tmp, fsyncs, renames over path, fsyncs the
 // parent directory. Removes path.tmp on any failure before the rename.
 Status WritePartsAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
-                            const AtomicWriteCrashPoints& crash_points) {
+                            const AtomicWriteCrashPoints& crash_points, DirSyncs* dir_syncs = nullptr) {
   const std::string tmp = path + ".tmp";
   LogDurabilityEvent("write", path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -123,6 +123,10 @@ Status WritePartsAtomically(const std::string& path, std::initializer_list<std::
     return s;
   }
   if (crash_points.renamed != nullptr) CAIRN_CRASH_POINT(crash_points.renamed);
+  if (dir_syncs != nullptr) {
+    dir_syncs->Add(ParentDir(path));
+    return Status::OK();
+  }
   // The directory fsync that makes the rename durable, seen by the storage-fault seam as
   // "<dir>/." (e.g. chk-3/.: the commit of chk-3's _metadata).
   CAIRN_RETURN_IF_ERROR(InjectStorageFault(ParentDir(path) + "/."));
@@ -301,11 +305,35 @@ Status Damaged(const std::string& path, const std::string& reason) {
 }  // namespace
 
 Status WriteChecksummedFile(const std::string& path, std::string_view data) {
+  return WriteChecksummedFile(path, data, nullptr);
+}
+
+Status WriteChecksummedFile(const std::string& path, std::string_view data, DirSyncs* dir_syncs) {
   char footer[kBlobFooterSize];
   PutFixed64(footer, kBlobMagic);
   PutFixed64(footer + 8, data.size());
   PutFixed32(footer + 16, Crc32c(data));
-  return WritePartsAtomically(path, {data, std::string_view(footer, sizeof footer)}, {});
+  return WritePartsAtomically(path, {data, std::string_view(footer, sizeof footer)}, {}, dir_syncs);
+}
+
+void DirSyncs::Add(const std::string& dir) {
+  MutexLock l(&mu_);
+  for (const std::string& d : dirs_)
+    if (d == dir) return;
+  dirs_.push_back(dir);
+}
+
+Status DirSyncs::SyncAll() {
+  std::vector<std::string> dirs;
+  {
+    MutexLock l(&mu_);
+    dirs.swap(dirs_);
+  }
+  for (const std::string& dir : dirs) {
+    CAIRN_RETURN_IF_ERROR(InjectStorageFault(dir + "/."));
+    CAIRN_RETURN_IF_ERROR(FsyncDir(dir));
+  }
+  return Status::OK();
 }
 
 Status ReadChecksummedFile(const std::string& path, std::string* data) {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/base/mutex.h"
 #include "engine/base/status.h"
 
 namespace cairn {
@@ -23,6 +24,24 @@ uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
 struct AtomicWriteCrashPoints {
   const char* tmp_written = nullptr;  // path.tmp written and fsynced, not yet renamed
   const char* renamed = nullptr;      // renamed over path, the directory not yet fsynced
+};
+
+// Directory fsyncs put off to one pass at the end of a group of writes: a checkpoint's persist
+// writes several files into a few directories, and nothing reads them as committed before the
+// group's last step (the checkpoint's _metadata), so each directory needs one fsync after its
+// last change rather than one per file. Add is safe from several threads.
+class DirSyncs {
+ public:
+  // `dir` is to be fsynced by SyncAll (once however often it is added).
+  void Add(const std::string& dir) EXCLUDES(mu_);
+  // Fsyncs each directory added, in the order first added, each seen by the storage-fault seam
+  // as "<dir>/." as a write's own directory fsync is; stops at the first failure and returns it.
+  // Afterwards the set is empty.
+  Status SyncAll() EXCLUDES(mu_);
+
+ private:
+  Mutex mu_;
+  std::vector<std::string> dirs_ GUARDED_BY(mu_);
 };
 
 // Writes `data` to `path.tmp`, fsyncs it, renames it over `path`, and fsyncs the directory.
@@ -66,6 +85,9 @@ Status CheckUsableDir(const std::string& dir, const std::string& what);
 inline constexpr uint64_t kBlobMagic = 0x31424c426e726961ull;  // "airnBLB1"
 inline constexpr size_t kBlobFooterSize = 20;
 Status WriteChecksummedFile(const std::string& path, std::string_view data);
+// The same, except that the directory's fsync is added to `dir_syncs` instead of made here: the
+// file is durable under its name only after dir_syncs->SyncAll().
+Status WriteChecksummedFile(const std::string& path, std::string_view data, DirSyncs* dir_syncs);
 Status ReadChecksummedFile(const std::string& path, std::string* data);
 
 }  // namespace cairn

@@ -4,6 +4,7 @@
 #include "engine/base/file_util.h"
 #include "engine/base/crash_points.h"
 #include "engine/base/storage_faults.h"
+#include "engine/base/thread_priority.h"
 #include "engine/dataflow/record_codec.h"
 #include <string>
 #include <thread>
@@ -93,6 +94,7 @@ void SnapshotPersister::Stop() {
 }
 
 void SnapshotPersister::Loop(Worker* w) {
+  RequestShortSchedulerSlice();
   for (;;) {
     std::unique_ptr<PersistJob> job;
     {
@@ -105,6 +107,27 @@ void SnapshotPersister::Loop(Worker* w) {
     TaskAck ack = Persist(*job);
     ack_(std::move(ack));
   }
+}
+
+SnapshotPersister::ChannelStateWrite SnapshotPersister::WriteChannelState(const PersistJob& job,
+                                                                        DirSyncs* dir_syncs) const {
+  ChannelStateWrite out;
+  bool any = false;
+  for (const RecordBatch& b : job.channel_state->records) any |= !b.empty();
+  if (!any) return out;
+  const SubtaskStateHandle& h = job.parts[0].handle;
+  std::string bytes = EncodeChannelState(*job.channel_state);
+  out.status = CreateDirs(InCheckpoint(job.chk_dir, SubtaskStateRelPath(h.operator_id, h.subtask)));
+  if (!out.status.ok()) return out;
+  if (Aborted(job.id)) {
+    out.status = Status::Aborted("checkpoint " + std::to_string(job.id) + " was aborted; its state was not written");
+    return out;
+  }
+  CAIRN_CRASH_POINT("persist.channel_state");
+  out.status = WriteChecksummedFile(InCheckpoint(job.chk_dir, ChannelStateRelPath(h.operator_id, h.subtask)), bytes,
+                                    dir_syncs);
+  if (out.status.ok()) out.bytes = bytes.size() + kBlobFooterSize;
+  return out;
 }
 
 TaskAck SnapshotPersister::Persist(PersistJob& job) {
@@ -134,7 +157,24 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
     if (!job.parts[i].async_part || !ack.status.ok() || aborted()) continue;
     sides.push_back(Side{i, Status::OK(), {}});
     Side& side = sides.back();
-    side.thread = std::thread([&side, fn = &job.parts[i].async_part] { side.status = (*fn)(); });
+    side.thread = std::thread([&side, fn = &job.parts[i].async_part] {
+      RequestShortSchedulerSlice();
+      side.status = (*fn)();
+    });
+  }
+  // Every directory written below is fsynced once, after the last write into it (a subtask's
+  // directory may get its keyed state's entry, operator, list and channel state).
+  DirSyncs dir_syncs;
+  // The channel state (unaligned checkpoints) is the first subtask's and independent of the
+  // rest: encoded and written on a thread of its own too, its fsync overlapping the keyed
+  // state's. Like every write here it is skipped once the checkpoint is aborted.
+  ChannelStateWrite channel;
+  std::thread channel_thread;
+  if (ack.status.ok() && !aborted() && job.channel_state != nullptr && !job.parts.empty()) {
+    channel_thread = std::thread([this, &job, &channel, &dir_syncs] {
+      RequestShortSchedulerSlice();
+      channel = WriteChannelState(job, &dir_syncs);
+    });
   }
   for (SnapshotPart& part : job.parts) {
     SubtaskStateHandle& h = part.handle;
@@ -161,8 +201,10 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
         if (s.ok()) s = part.keyed->store->PersistAndCheckpoint(*delta, keyed_dir, &bytes);
         // The keyed directory's entry in the subtask directory, which holds nothing else
         // when the operator has no operator state.
-        if (s.ok()) s = FsyncDir(keyed_dir);
-        if (s.ok()) s = FsyncDir(dir);
+        if (s.ok()) {
+          dir_syncs.Add(keyed_dir);
+          dir_syncs.Add(dir);
+        }
       }
       if (!s.ok()) {
         part.keyed->unwritten = std::move(delta);
@@ -178,7 +220,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       if (s.ok()) {
         CAIRN_CRASH_POINT("persist.operator_state");
         s = WriteChecksummedFile(InCheckpoint(job.chk_dir, OperatorStateRelPath(h.operator_id, h.subtask)),
-                                 part.operator_state);
+                                 part.operator_state, &dir_syncs);
       }
       if (!s.ok()) {
         ack.status = s.WithContext("operator " + rel + " state");
@@ -190,7 +232,8 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
     if (!part.list_state.empty()) {
       Status s = CreateDirs(dir);
       if (s.ok())
-        s = WriteChecksummedFile(InCheckpoint(job.chk_dir, ListStateRelPath(h.operator_id, h.subtask)), part.list_state);
+        s = WriteChecksummedFile(InCheckpoint(job.chk_dir, ListStateRelPath(h.operator_id, h.subtask)), part.list_state,
+                                 &dir_syncs);
       if (!s.ok()) {
         ack.status = s.WithContext("operator " + rel + " list state");
         continue;
@@ -199,25 +242,16 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       h.state_bytes += part.list_state.size() + kBlobFooterSize;
     }
   }
-  if (!aborted() && ack.status.ok() && job.channel_state != nullptr && !job.parts.empty()) {
+  if (channel_thread.joinable()) {
+    channel_thread.join();
     SubtaskStateHandle& h = job.parts[0].handle;
-    bool any = false;
-    for (const RecordBatch& b : job.channel_state->records) any |= !b.empty();
-    if (any) {
-      const std::string rel = SubtaskStateRelPath(h.operator_id, h.subtask);
-      const std::string file = ChannelStateRelPath(h.operator_id, h.subtask);
-      std::string bytes = EncodeChannelState(*job.channel_state);
-      Status s = CreateDirs(InCheckpoint(job.chk_dir, rel));
-      if (s.ok()) {
-        CAIRN_CRASH_POINT("persist.channel_state");
-        s = WriteChecksummedFile(InCheckpoint(job.chk_dir, file), bytes);
-      }
-      if (!s.ok()) {
-        ack.status = s.WithContext("operator " + rel + " channel state");
-      } else {
-        h.channel_state_file = file;
-        h.channel_state_bytes = bytes.size() + kBlobFooterSize;
-      }
+    if (!channel.status.ok()) {
+      if (ack.status.ok())
+        ack.status = channel.status.WithContext("operator " + SubtaskStateRelPath(h.operator_id, h.subtask) +
+                                                " channel state");
+    } else if (channel.bytes > 0) {
+      h.channel_state_file = ChannelStateRelPath(h.operator_id, h.subtask);
+      h.channel_state_bytes = channel.bytes;
     }
   }
   for (Side& side : sides) {
@@ -228,6 +262,9 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
     }
   }
   if (!sides.empty()) aborted();  // an abort raised while they ran
+  // The directories last: their fsyncs make the renames above durable (the error names the
+  // directory).
+  if (ack.status.ok()) ack.status = dir_syncs.SyncAll();
   ack.mode = job.mode;
   ack.rebalance_counts = std::move(job.rebalance_counts);
   int64_t async_ms =

@@ -2,9 +2,10 @@
 // threads, while the tasks go on processing: it writes keyed-state deltas to each subtask's
 // StateStore and has it make a checkpoint (with RocksDB: a RocksDB checkpoint), writes
 // operator state and channel state, and then acknowledges (or declines) to the coordinator.
-// The operators' async parts (a file sink's fsync of its part files) run each on a thread of
-// their own from the job's start, beside those writes, and the ack waits for them: one
-// subtask's fsync neither adds to its own writes nor holds up the jobs queued behind it.
+// The operators' async parts (a file sink's fsync of its part files) and the channel state run
+// each on a thread of their own from the job's start, beside those writes, and the ack waits for
+// them: one subtask's fsync neither adds to its own writes nor holds up the jobs queued behind
+// it. The directories a job writes into are fsynced once each, at its end (DirSyncs).
 //
 // Contract: jobs of one task run in submission order on one thread (task index mod threads),
 // so a subtask's deltas reach its StateStore in checkpoint order. Submit is called by task
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/base/file_util.h"
 #include "engine/base/mutex.h"
 #include "engine/checkpoint/checkpoint_messages.h"
 
@@ -35,8 +37,9 @@ class SnapshotPersister {
   // that have not started are skipped, and a running one stops before its next write. A
   // skipped job still carries its keyed-state delta over to the next checkpoint and answers
   // (Aborted), which the coordinator ignores. Any thread. Abort does not wait: a write that
-  // passed its check just before may still begin (at most one per thread); what it leaves is
-  // removed when its job's late answer reaches the coordinator.
+  // passed its check just before may still begin (at most one per thread, a job's channel-state
+  // thread included); what it leaves is removed when its job's late answer reaches the
+  // coordinator.
   void Abort(CheckpointId id) EXCLUDES(aborted_mu_);
 
  private:
@@ -49,6 +52,13 @@ class SnapshotPersister {
   };
   void Loop(Worker* w);
   TaskAck Persist(PersistJob& job);
+  // Encodes and writes the channel state of `job` (its first subtask's), unless empty or the
+  // checkpoint was aborted; the directory's fsync is added to `dir_syncs`.
+  struct ChannelStateWrite {
+    Status status;
+    uint64_t bytes = 0;  // 0: nothing written
+  };
+  ChannelStateWrite WriteChannelState(const PersistJob& job, DirSyncs* dir_syncs) const;
 
   bool Aborted(CheckpointId id) const EXCLUDES(aborted_mu_);
 
