@@ -677,14 +677,16 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
       if (!made) {
         CAIRN_RETURN_IF_ERROR(CreateDirs(mine));
         made = true;
+        shared_dirs_unsynced_ = true;  // until the fsyncs below succeed, here or next time
       }
       CAIRN_RETURN_IF_ERROR(LinkOrCopy(staged + "/" + r.name, r.path));
       std::error_code ec;
       total += fs::file_size(r.path, ec);
     }
-    if (made) {
+    if (shared_dirs_unsynced_ && PathExists(mine)) {
       CAIRN_RETURN_IF_ERROR(FsyncDir(mine));
       CAIRN_RETURN_IF_ERROR(FsyncDir(options_.shared_dir));
+      shared_dirs_unsynced_ = false;
     }
   }
   CAIRN_RETURN_IF_ERROR(FsyncDir(checkpoint_dir));
@@ -955,19 +957,21 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
       if (!made) {
         CAIRN_RETURN_IF_ERROR(CreateDirs(mine));
         made = true;
+        shared_dirs_unsynced_ = true;  // until the fsyncs below succeed, here or next time
       }
       CAIRN_RETURN_IF_ERROR(LinkOrCopy(sources[i], refs[i].path));
       // A segment's bytes were counted when it was written.
       std::error_code ec;
       if (!IsChangelogSegmentName(refs[i].name)) written += fs::file_size(refs[i].path, ec);
     }
-    if (made) {
+    if (shared_dirs_unsynced_ && PathExists(mine)) {
       dir_syncs.Add(mine);
       dir_syncs.Add(options_.shared_dir);
     }
   }
   dir_syncs.Add(checkpoint_dir);
   CAIRN_RETURN_IF_ERROR(dir_syncs.SyncAll());
+  shared_dirs_unsynced_ = false;
   // Local copies that no later checkpoint lists: the segments m holds and the
   // materializations before m.
   std::vector<std::string> remove;

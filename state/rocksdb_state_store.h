@@ -153,6 +153,10 @@ class RocksDbStateStore : public StateStore {
   std::map<std::string, std::string> uploaded_;  // SST name in dir_ -> its path in shared_dir
   std::string token_;                            // prefix of this database's shared file names
   uint64_t staged_ = 0;                          // Stage() calls so far
+  // Links were made in shared_dir whose directory fsyncs have not succeeded yet (a checkpoint
+  // failed between them): the next checkpoint fsyncs those directories even if it links
+  // nothing new, since it lists the same files. The persister thread's.
+  bool shared_dirs_unsynced_ = false;
 
   // Changelog state. The persister thread owns last_seq_; mu_ guards the rest.
   uint64_t last_seq_ = 0;  // the newest segment written

@@ -4,13 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/base/file_util.h"
+#include "engine/base/storage_faults.h"
 #include "state/checkpoint_layout.h"
 #include "state/heap_keyed_state.h"
 #include "state/keyed_state_api.h"
@@ -711,6 +714,46 @@ TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadB
     ASSERT_TRUE(ov->Get("key12", &n));
     EXPECT_EQ(n, 1200);
   }
+}
+
+TEST(ChangelogTest, AFailedFsyncOfTheSharedDirectoryIsMadeByTheNextCheckpointThoughItLinksNothing) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  const std::string mine = SharedDir(root) + "/op-0";  // this store's directory in shared/
+  // The first fsync of `mine` fails (EIO, injected), and the durability log shows the rest.
+  // In this test process only; the path is this test's own.
+  setenv("CAIRN_STORAGE_FAULT", ("eio:" + mine + "/.:0:1").c_str(), 1);
+  setenv("CAIRN_DURABILITY_LOG", (dir / "durability.log").c_str(), 1);
+  std::string error;
+  ASSERT_TRUE(InitStorageFaults(&error)) << error;
+  Subtask s;
+  Create(Mode(Kind::kHeap, true, 3600 * 1000), root, root + "/_work/run-1/op-0", kAll, &s);
+  ValueState<int64_t>* def;
+  ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  for (int i = 0; i < 1000; ++i) def->Put("key" + std::to_string(i), i);
+  std::unique_ptr<StateDelta> delta;
+  ASSERT_TRUE(s.keyed()->Snapshot(&delta).ok());
+  uint64_t bytes = 0;
+  // Checkpoint 1 writes its segment and links it into shared/, then cannot fsync shared/op-0.
+  Status st = s.s.store->PersistAndCheckpoint(*delta, root + "/chk-1/op-0/keyed", &bytes);
+  EXPECT_TRUE(st.IsIOError()) << st.ToString();
+  EXPECT_THAT(st.message(), ::testing::HasSubstr(mine));
+  auto syncs_of_mine = [&] {
+    size_t n = 0;
+    std::istringstream in(ReadText(dir / "durability.log"));
+    for (std::string line; std::getline(in, line);) n += line == "fsync-dir " + mine;
+    return n;
+  };
+  EXPECT_EQ(syncs_of_mine(), 0u);
+  // Checkpoint 2 has no changes: it lists checkpoint 1's segment, already linked, and links
+  // nothing; its directory entry must still be made durable before the checkpoint is.
+  s.Checkpoint(root + "/chk-2/op-0/keyed");
+  EXPECT_EQ(syncs_of_mine(), 1u);
+  auto all = ReadAll(root + "/chk-2/op-0/keyed");
+  EXPECT_EQ(all.size(), 1000u);
+  // Checkpoint 3, again without changes, has nothing left to make durable in shared/.
+  s.Checkpoint(root + "/chk-3/op-0/keyed");
+  EXPECT_EQ(syncs_of_mine(), 1u);
 }
 
 TEST(ChangelogTest, EveryCheckpointReadsBackItsStateWhileMaterializationsRunBetweenThem) {
