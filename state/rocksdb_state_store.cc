@@ -639,6 +639,12 @@ Status RocksDbStateStore::Stage(std::string* dir) {
   return Status::OK();
 }
 
+void RocksDbStateStore::AddSharedDirSyncs(const std::string& mine, DirSyncs* dir_syncs) const {
+  if (!shared_dirs_unsynced_ || !PathExists(mine)) return;
+  dir_syncs->Add(mine);
+  dir_syncs->Add(options_.shared_dir);
+}
+
 Status RocksDbStateStore::Upload(const std::string& staged, const std::string& checkpoint_dir, uint64_t* bytes) {
   CAIRN_RETURN_IF_ERROR(CreateDirs(checkpoint_dir));
   std::vector<std::string> names;
@@ -647,6 +653,7 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
   std::vector<SharedFileRef> refs;
   std::map<std::string, std::string> now;
   uint64_t total = 0;
+  DirSyncs dir_syncs;  // checkpoint_dir and shared/, each fsynced once at the end
   for (const std::string& name : names) {
     const std::string from = staged + "/" + name;
     if (IsSst(name)) {
@@ -669,7 +676,7 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
     // neither or both, and a file uploaded by an earlier checkpoint that a collection removed
     // since (that checkpoint failed) is uploaded again.
     std::lock_guard<std::mutex> l(SharedFilesMutex());
-    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs));
+    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs, &dir_syncs));
     CAIRN_CRASH_POINT("persist.shared_listed");
     bool made = false;
     for (const SharedFileRef& r : refs) {
@@ -683,13 +690,11 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
       std::error_code ec;
       total += fs::file_size(r.path, ec);
     }
-    if (shared_dirs_unsynced_ && PathExists(mine)) {
-      CAIRN_RETURN_IF_ERROR(FsyncDir(mine));
-      CAIRN_RETURN_IF_ERROR(FsyncDir(options_.shared_dir));
-      shared_dirs_unsynced_ = false;
-    }
+    AddSharedDirSyncs(mine, &dir_syncs);
   }
-  CAIRN_RETURN_IF_ERROR(FsyncDir(checkpoint_dir));
+  dir_syncs.Add(checkpoint_dir);
+  CAIRN_RETURN_IF_ERROR(dir_syncs.SyncAll());
+  shared_dirs_unsynced_ = false;
   uploaded_ = std::move(now);
   std::error_code ec;
   fs::remove_all(staged, ec);
@@ -900,7 +905,8 @@ void RocksDbStateStore::MaterializerLoop() {
 Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::string& checkpoint_dir,
                                            uint64_t* bytes) {
   uint64_t written = 0;
-  // Each directory below is fsynced once, at the end (the keyed directory gets two files).
+  // Each directory below is fsynced once, at the end (the keyed directory: SHARED's rename and
+  // its own entry list).
   DirSyncs dir_syncs;
   if (!delta.empty()) {
     // One sequential write and fsync: the delta as it is (each key once, the dirty set
@@ -964,10 +970,7 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
       std::error_code ec;
       if (!IsChangelogSegmentName(refs[i].name)) written += fs::file_size(refs[i].path, ec);
     }
-    if (shared_dirs_unsynced_ && PathExists(mine)) {
-      dir_syncs.Add(mine);
-      dir_syncs.Add(options_.shared_dir);
-    }
+    AddSharedDirSyncs(mine, &dir_syncs);
   }
   dir_syncs.Add(checkpoint_dir);
   CAIRN_RETURN_IF_ERROR(dir_syncs.SyncAll());

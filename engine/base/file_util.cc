@@ -99,6 +99,13 @@ Status WriteAll(int fd, const std::string& path, std::string_view data) {
   return Status::OK();
 }
 
+// The directory fsync that makes a write's rename durable, seen by the storage-fault seam as
+// "<dir>/." (e.g. chk-3/.: the commit of chk-3's _metadata), made now or by DirSyncs::SyncAll.
+Status FsyncDirOfWrite(const std::string& dir) {
+  CAIRN_RETURN_IF_ERROR(InjectStorageFault(dir + "/."));
+  return FsyncDir(dir);
+}
+
 // Writes the concatenation of `parts` to path.tmp, fsyncs, renames over path, fsyncs the
 // parent directory. Removes path.tmp on any failure before the rename.
 Status WritePartsAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
@@ -127,10 +134,7 @@ Status WritePartsAtomically(const std::string& path, std::initializer_list<std::
     dir_syncs->Add(ParentDir(path));
     return Status::OK();
   }
-  // The directory fsync that makes the rename durable, seen by the storage-fault seam as
-  // "<dir>/." (e.g. chk-3/.: the commit of chk-3's _metadata).
-  CAIRN_RETURN_IF_ERROR(InjectStorageFault(ParentDir(path) + "/."));
-  return FsyncDir(ParentDir(path));
+  return FsyncDirOfWrite(ParentDir(path));
 }
 
 }  // namespace
@@ -329,10 +333,7 @@ Status DirSyncs::SyncAll() {
     MutexLock l(&mu_);
     dirs.swap(dirs_);
   }
-  for (const std::string& dir : dirs) {
-    CAIRN_RETURN_IF_ERROR(InjectStorageFault(dir + "/."));
-    CAIRN_RETURN_IF_ERROR(FsyncDir(dir));
-  }
+  for (const std::string& dir : dirs) CAIRN_RETURN_IF_ERROR(FsyncDirOfWrite(dir));
   return Status::OK();
 }
 

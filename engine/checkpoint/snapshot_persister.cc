@@ -109,6 +109,15 @@ void SnapshotPersister::Loop(Worker* w) {
   }
 }
 
+namespace {
+
+// What a job (or its part) of an aborted checkpoint answers instead of writing.
+Status AbortedStatus(CheckpointId id) {
+  return Status::Aborted("checkpoint " + std::to_string(id) + " was aborted; its state was not written");
+}
+
+}  // namespace
+
 SnapshotPersister::ChannelStateWrite SnapshotPersister::WriteChannelState(const PersistJob& job,
                                                                         DirSyncs* dir_syncs) const {
   ChannelStateWrite out;
@@ -120,7 +129,7 @@ SnapshotPersister::ChannelStateWrite SnapshotPersister::WriteChannelState(const 
   out.status = CreateDirs(InCheckpoint(job.chk_dir, SubtaskStateRelPath(h.operator_id, h.subtask)));
   if (!out.status.ok()) return out;
   if (Aborted(job.id)) {
-    out.status = Status::Aborted("checkpoint " + std::to_string(job.id) + " was aborted; its state was not written");
+    out.status = AbortedStatus(job.id);
     return out;
   }
   CAIRN_CRASH_POINT("persist.channel_state");
@@ -138,7 +147,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
   ack.status = job.sync_status;
   auto aborted = [&] {
     if (!ack.status.ok() || !Aborted(job.id)) return false;
-    ack.status = Status::Aborted("checkpoint " + std::to_string(job.id) + " was aborted; its state was not written");
+    ack.status = AbortedStatus(job.id);
     return true;
   };
   aborted();
