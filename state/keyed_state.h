@@ -111,6 +111,9 @@ class KeyedInt64State {
   void LoadRemoval(std::string_view key);
   // Visits every entry (unordered).
   void ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const;
+  // Diagnostics: the mean number of slots a lookup of a stored key probes (1.0: every key in
+  // its home slot; about 2 for random keys at the table's maximum load of 0.7).
+  double MeanProbeLength() const;
 
   // OK, or the first key seen outside range(), named with its key group (a record delivered to
   // the wrong subtask). Such a key was not stored.
@@ -130,12 +133,19 @@ class KeyedInt64State {
   // Copies `key` into the arena; the returned pointer stays valid for the table's lifetime.
   const char* StoreKey(std::string_view key);
   bool Owns(uint64_t hash) const { return range_.Contains(KeyGroupOf(hash, max_parallelism_)); }
+  // The slot a key of hash `hash` is first looked for in: the top bits of the hash scrambled
+  // with this table's salt, so two tables (this process's or another's) order their slots
+  // differently, and doubling the table splits each slot into two neighbours.
+  size_t Home(uint64_t hash) const { return static_cast<size_t>(((hash ^ salt_) * kHomeMultiplier) >> shift_); }
   void RecordForeignKey(std::string_view key, uint64_t hash) const;
 
   const uint32_t max_parallelism_;
   const KeyGroupRange range_;
+  static constexpr uint64_t kHomeMultiplier = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio, odd
+  const uint64_t salt_;  // random per table
   std::vector<Slot> slots_;
   size_t mask_ = 0;
+  unsigned shift_ = 0;  // 64 - log2(slots_.size())
   size_t count_ = 0;      // used slots, including removed ones (their keys stay in place)
   size_t removed_ = 0;    // used slots whose key was removed
   size_t grow_at_ = 0;  // Grow() before count_ exceeds this (~0.7 of slots_.size())

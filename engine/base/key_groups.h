@@ -36,8 +36,8 @@ inline uint64_t KeyHash(std::string_view s) {
   return mix(mix(tail ^ kP1, seed ^ kP2), kP0 ^ s.size());
 }
 
-// The key group of a hash: uses the high 32 bits, so that hash tables indexed by the low bits
-// see no clustering inside one subtask's range.
+// The key group of a hash: uses the high 32 bits, so one subtask's keys share them; a hash
+// table of one subtask's keys must take its slot from all the bits (state/keyed_state.cc).
 inline uint32_t KeyGroupOf(uint64_t hash, uint32_t max_parallelism) {
   return static_cast<uint32_t>(((hash >> 32) * max_parallelism) >> 32);
 }
