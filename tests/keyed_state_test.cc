@@ -295,8 +295,6 @@ TEST(KeyedStateTest, ReserveBeforeAndAfterEntriesKeepsEveryEntryFindable) {
   EXPECT_TRUE(s.TakeDelta()->entries.empty());
 }
 
-// The delta of a table most of whose entries changed is taken by a scan in slot order: the
-// same entries, each once.
 // A restore loads a changelog segment, i.e. the delta of a table in which every key changed,
 // listed in that table's slot order, into a table that starts small and grows. If a slot
 // depended on the key's hash alone, the keys would arrive sorted by their home slot in a larger
@@ -339,6 +337,8 @@ TEST(KeyedStateTest, LoadingATablesDeltaInItsSlotOrderIntoAGrowingTableKeepsProb
   }
 }
 
+// The delta of a table most of whose entries changed is taken by a scan in slot order: the
+// same entries, each once.
 TEST(KeyedStateTest, DeltaOfAMostlyChangedTableHoldsEachChangedKeyOnce) {
   auto s = MakeState();
   for (int i = 0; i < 20000; ++i) s.LoadEntry("k-" + std::to_string(i), i);
