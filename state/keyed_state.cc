@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <initializer_list>
 #include <random>
@@ -37,8 +38,6 @@ size_t GrowThreshold(size_t slots) { return slots / 10 * 7; }
 
 // A valid pointer for the empty key (memcmp/memcpy with a null pointer is undefined).
 const char kEmptyKey[1] = {0};
-
-unsigned Log2(size_t power_of_two) { return static_cast<unsigned>(__builtin_ctzll(power_of_two)); }
 
 // A different salt for every table: a random start (once per process) stepped by an odd
 // constant and mixed, so neither two tables of one process nor the same table in two
@@ -67,8 +66,16 @@ struct KeyedInt64State::Slot {
 };
 
 KeyedInt64State::KeyedInt64State(uint32_t max_parallelism, KeyGroupRange range)
-    : max_parallelism_(max_parallelism), range_(range), salt_(NewSalt()), slots_(kInitialSlots),
-      mask_(kInitialSlots - 1), shift_(64 - Log2(kInitialSlots)), grow_at_(GrowThreshold(kInitialSlots)) {}
+    : max_parallelism_(max_parallelism), range_(range), salt_(NewSalt()), slots_(kInitialSlots) {
+  SetGeometry();
+}
+
+void KeyedInt64State::SetGeometry() {
+  const size_t n = slots_.size();
+  mask_ = n - 1;
+  shift_ = 64 - static_cast<unsigned>(std::countr_zero(n));
+  grow_at_ = GrowThreshold(n);
+}
 
 KeyedInt64State::~KeyedInt64State() = default;
 
@@ -138,9 +145,7 @@ void KeyedInt64State::Grow() {
   const size_t n = old.size() * 2;
   if (n - 1 > UINT32_MAX) throw std::length_error("KeyedInt64State: too many entries");
   slots_.resize(n);
-  mask_ = n - 1;
-  shift_ = 64 - Log2(n);
-  grow_at_ = GrowThreshold(n);
+  SetGeometry();
   // Slots move, so the dirty list is rebuilt from the flags (same set, new indices).
   dirty_.clear();
   for (const Slot& s : old) {
@@ -159,9 +164,7 @@ void KeyedInt64State::Reserve(size_t n) {
     while (GrowThreshold(slots) < n) slots *= 2;
     if (slots == slots_.size()) return;
     slots_.assign(slots, Slot{});
-    mask_ = slots - 1;
-    shift_ = 64 - Log2(slots);
-    grow_at_ = GrowThreshold(slots);
+    SetGeometry();
     return;
   }
   while (GrowThreshold(slots_.size()) < n) Grow();

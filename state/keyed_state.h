@@ -128,6 +128,8 @@ class KeyedInt64State {
   size_t FindOrInsert(std::string_view key, uint64_t hash, bool* inserted);
   // Doubles the table and rebuilds dirty_ (slots move).
   void Grow();
+  // Sets mask_, shift_ and grow_at_ from slots_.size() (a power of two).
+  void SetGeometry();
   void MarkDirty(size_t slot);
   void Remove(std::string_view key, bool mark_dirty);
   // Copies `key` into the arena; the returned pointer stays valid for the table's lifetime.
@@ -144,11 +146,12 @@ class KeyedInt64State {
   static constexpr uint64_t kHomeMultiplier = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio, odd
   const uint64_t salt_;  // random per table
   std::vector<Slot> slots_;
+  // Derived from slots_.size() by SetGeometry():
   size_t mask_ = 0;
   unsigned shift_ = 0;  // 64 - log2(slots_.size())
+  size_t grow_at_ = 0;  // Grow() before count_ exceeds this (~0.7 of slots_.size())
   size_t count_ = 0;      // used slots, including removed ones (their keys stay in place)
   size_t removed_ = 0;    // used slots whose key was removed
-  size_t grow_at_ = 0;  // Grow() before count_ exceeds this (~0.7 of slots_.size())
   // Shared with the deltas that reference its keys (StateDelta::key_owner); only this table
   // appends to it (the task thread), and existing blocks never change.
   std::shared_ptr<std::vector<std::unique_ptr<char[]>>> arena_blocks_ =
