@@ -201,6 +201,20 @@ void BM_OutputGateHashEmit(benchmark::State& state) {
 }
 BENCHMARK(BM_OutputGateHashEmit)->UseRealTime();
 
+// KeyHash of the corpus's words, one after another (the hash edge's first pass over a batch).
+void BM_KeyHash(benchmark::State& state) {
+  const RecordBatch& words = Words();
+  std::vector<std::string_view> w(words.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = words.GetString(i, 0);
+  uint64_t sink = 0;
+  for (auto _ : state) {
+    for (std::string_view s : w) sink += KeyHash(s);
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * w.size()));
+}
+BENCHMARK(BM_KeyHash);
+
 // --- Tokenizer: lines to words --------------------------------------------------------------
 
 void BM_Tokenize(benchmark::State& state) {

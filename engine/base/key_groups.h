@@ -31,8 +31,21 @@ inline uint64_t KeyHash(std::string_view s) {
     p += 8;
     n -= 8;
   }
+  // The last n (<= 8) bytes, little-endian and zero-padded, read without a call or a store:
+  // a copy into a stack word (memcpy of a variable length) made the word count's hash edge
+  // wait on the store-to-load forwarding of that word.
   uint64_t tail = 0;
-  if (n > 0) std::memcpy(&tail, p, n);  // an empty view may have no data pointer
+  if (s.size() > 8) {  // bytes before p are the key's: the 8 ending at its end, shifted down
+    tail = load64(p + n - 8) >> (64 - 8 * n);
+  } else if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    tail = lo | (static_cast<uint64_t>(hi) << (8 * (n - 4)));
+  } else if (n > 0) {  // an empty view may have no data pointer
+    const auto byte = [p](size_t i) { return static_cast<uint64_t>(static_cast<unsigned char>(p[i])); };
+    tail = byte(0) | (byte(n / 2) << (8 * (n / 2))) | (byte(n - 1) << (8 * (n - 1)));
+  }
   return mix(mix(tail ^ kP1, seed ^ kP2), kP0 ^ s.size());
 }
 
