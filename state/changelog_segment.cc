@@ -27,8 +27,8 @@ bool IsChangelogSegmentName(std::string_view name) { return name.rfind(kChangelo
 
 namespace {
 
-// Entry kinds (the first byte of an entry).
-enum : uint8_t { kPut = 0, kDelete = 1, kNamedPut = 2, kNamedDelete = 3 };
+// Entry kinds (the first byte of an entry). kSlotOrder comes first or not at all.
+enum : uint8_t { kPut = 0, kDelete = 1, kNamedPut = 2, kNamedDelete = 3, kTable = 4 };
 
 // A bounds-checked reader of the encoding above.
 struct Reader {
@@ -93,6 +93,9 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
   // place: a segment of the whole state is tens of megabytes, which growing by appends would
   // copy and fault in about twice.
   size_t size = kMagic.size();
+  const bool table = delta.table_keys != 0 && !delta.entries.empty();
+  if (table)
+    size += 2 + VarintLength(delta.table_salt) + VarintLength(delta.table_keys) + VarintLength(delta.entries.size());
   for (const StateDelta::Entry& e : delta.entries) {
     size += 1 + VarintLength(e.key_group) + VarintLength(e.key_length) + e.key_length;
     if (!e.deleted) size += VarintLength(ZigZag(e.value));
@@ -106,6 +109,13 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
   char* p = out.data();
   std::memcpy(p, kMagic.data(), kMagic.size());
   p += kMagic.size();
+  if (table) {
+    *p++ = static_cast<char>(kTable);
+    *p++ = static_cast<char>(delta.slot_order ? 1 : 0);
+    p = PutVarintAt(p, delta.table_salt);
+    p = PutVarintAt(p, delta.table_keys);
+    p = PutVarintAt(p, delta.entries.size());
+  }
   // The keys lie in the table's arena in insertion order and the entries come in slot order:
   // each key is a cache miss unless it is fetched ahead (measured: BM_EncodeChangelogSegment).
   constexpr size_t kAhead = 16;
@@ -128,13 +138,45 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
   return out;
 }
 
+namespace {
+
+// Reads the kTable entry at the start of `r` into *t; false when it is malformed.
+bool ReadTableEntry(Reader* r, SegmentTable* t) {
+  uint64_t flags;
+  if (!r->Varint(&flags) || flags > 1 || !r->Varint(&t->salt) || !r->Varint(&t->table_keys) || !r->Varint(&t->entries))
+    return false;
+  t->slot_order = flags == 1;
+  return true;
+}
+
+}  // namespace
+
+std::optional<SegmentTable> ChangelogSegmentTable(std::string_view bytes) {
+  if (bytes.substr(0, kMagic.size()) != kMagic) return std::nullopt;
+  Reader r{bytes.substr(kMagic.size())};
+  if (r.in.empty() || static_cast<uint8_t>(r.in[0]) != kTable) return std::nullopt;
+  r.in.remove_prefix(1);
+  SegmentTable t;
+  if (!ReadTableEntry(&r, &t)) return std::nullopt;
+  return t;
+}
+
 Status ReadChangelogSegment(const std::string& path, std::string* bytes,
                             const std::function<Status(const ChangelogEntry&)>& fn) {
   CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, bytes));
-  std::string_view in(*bytes);
+  return ParseChangelogSegment(path, *bytes, fn);
+}
+
+Status ParseChangelogSegment(const std::string& path, std::string_view in,
+                             const std::function<Status(const ChangelogEntry&)>& fn) {
   if (in.substr(0, kMagic.size()) != kMagic)
     return Status::Corruption("changelog segment " + path + ": damaged (no " + std::string(kMagic) + " header)");
   Reader r{in.substr(kMagic.size())};
+  if (!r.in.empty() && static_cast<uint8_t>(r.in[0]) == kTable) {  // a hint for the loader
+    r.in.remove_prefix(1);
+    SegmentTable t;
+    if (!ReadTableEntry(&r, &t)) return Status::Corruption("changelog segment " + path + ": damaged (malformed table entry)");
+  }
   while (!r.in.empty()) {
     ChangelogEntry e;
     const uint8_t kind = static_cast<uint8_t>(r.in[0]);

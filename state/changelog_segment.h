@@ -10,6 +10,9 @@
 //   0 put / 1 delete, default state: varint key group, bytes key, varint value (zigzag; put only)
 //   2 put / 3 delete, named state: bytes state (StateDescriptor::Encode), bytes stored key
 //          (EncodeEntryKey), bytes value (put only)
+//   4 table, first or not at all: varint 1 when the entries are listed in the table's slot
+//          order (else 0), varint the table's salt, varint its key count, varint the segment's
+//          entry count (SegmentTable). A hint for a restore's loading; readers skip it.
 // A segment is referenced from a keyed snapshot's SHARED list (state/shared_files.h) under a
 // name starting with kChangelogSegmentPrefix, so shared-file collection keeps it exactly as
 // long as a checkpoint lists it.
@@ -18,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +54,23 @@ struct ChangelogEntry {  // 64 bytes: a coalescing holds one per distinct key
 // entries' views point into *bytes). Damage is Corruption naming `path`.
 Status ReadChangelogSegment(const std::string& path, std::string* bytes,
                             const std::function<Status(const ChangelogEntry&)>& fn);
+// The same over the segment bytes `in` already read (and checked) from `path`.
+Status ParseChangelogSegment(const std::string& path, std::string_view in,
+                             const std::function<Status(const ChangelogEntry&)>& fn);
+
+// Written for a delta a table took (StateDelta::table_keys set): that table's salt and key
+// count, whether the entries come in its slot order (StateDelta::slot_order), and the
+// segment's entry count. A restore that loads a segment in slot order into a table with the
+// same salt sweeps the table in order instead of probing it at random
+// (KeyedInt64State::AdoptSlotOrder).
+struct SegmentTable {
+  uint64_t salt = 0;
+  uint64_t table_keys = 0;
+  uint64_t entries = 0;
+  bool slot_order = false;
+};
+// The table entry of the segment bytes `bytes` (read and checked), if it has one.
+std::optional<SegmentTable> ChangelogSegmentTable(std::string_view bytes);
 
 // The entries of the segments `paths` (in write order) coalesced: the newest entry of each
 // (state, key group, key) only, sorted by state and then by stored key order (key group, then

@@ -33,6 +33,10 @@ constexpr size_t kInitialSlots = 1024;        // a power of two
 constexpr size_t kArenaBlockSize = 1 << 20;   // 1 MiB
 constexpr size_t kOwnBlockThreshold = kArenaBlockSize / 4;  // larger keys get their own block
 
+// LoadEntries takes a fresh salt for an adopted one when a batch's keys lie this many slots past
+// their homes on average (about 1 at the maximum load for keys in random order).
+constexpr size_t kMaxMeanDisplacement = 16;
+
 // Grow when count would exceed 7/10 of the slots.
 size_t GrowThreshold(size_t slots) { return slots / 10 * 7; }
 
@@ -140,10 +144,14 @@ size_t KeyedInt64State::FindOrInsert(std::string_view key, uint64_t hash, bool* 
 }
 
 void KeyedInt64State::Grow() {
+  const size_t n = slots_.size() * 2;
+  if (n - 1 > UINT32_MAX) throw std::length_error("KeyedInt64State: too many entries");
+  Rehash(n);
+}
+
+void KeyedInt64State::Rehash(size_t n) {
   std::vector<Slot> old;
   old.swap(slots_);
-  const size_t n = old.size() * 2;
-  if (n - 1 > UINT32_MAX) throw std::length_error("KeyedInt64State: too many entries");
   slots_.resize(n);
   SetGeometry();
   // Slots move, so the dirty list is rebuilt from the flags (same set, new indices).
@@ -168,6 +176,25 @@ void KeyedInt64State::Reserve(size_t n) {
     return;
   }
   while (GrowThreshold(slots_.size()) < n) Grow();
+}
+
+void KeyedInt64State::AdoptSlotOrder(uint64_t salt, size_t keys) {
+  if (count_ != 0) return;
+  salt_ = salt;
+  adopted_salt_ = true;
+  Reserve(keys);
+}
+
+void KeyedInt64State::PrepareSlotOrderedLoad(uint64_t salt, size_t entries, size_t table_keys) {
+  if (salt != salt_) return;
+  if (count_ + entries <= grow_at_ || (count_ <= table_keys && table_keys <= grow_at_)) return;
+  Resalt();
+}
+
+void KeyedInt64State::Resalt() {
+  salt_ = NewSalt();
+  adopted_salt_ = false;
+  Rehash(slots_.size());
 }
 
 void KeyedInt64State::MarkDirty(size_t slot) {
@@ -285,14 +312,19 @@ void KeyedInt64State::LoadEntries(const std::string_view* keys, const int64_t* v
       hashes[i] = KeyHash(keys[b + i]);
       PrefetchSlot(hashes[i]);
     }
+    size_t displaced = 0;  // slots between each key's home and its slot
     for (size_t i = 0; i < m; ++i) {
       if (!Owns(hashes[i])) {
         RecordForeignKey(keys[b + i], hashes[i]);
         continue;
       }
       bool inserted;
-      slots_[FindOrInsert(keys[b + i], hashes[i], &inserted)].value = values[b + i];
+      const size_t at = FindOrInsert(keys[b + i], hashes[i], &inserted);
+      slots_[at].value = values[b + i];
+      displaced += (at - Home(hashes[i])) & mask_;
     }
+    // An adopted salt whose keys pile up (a wrong hint: PrepareSlotOrderedLoad): a fresh one.
+    if (adopted_salt_ && displaced > m * kMaxMeanDisplacement) Resalt();
   }
 }
 
@@ -307,6 +339,8 @@ double KeyedInt64State::MeanProbeLength() const {
 std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
   auto delta = std::make_unique<StateDelta>();
   delta->key_owner = arena_blocks_;
+  delta->table_salt = salt_;
+  delta->table_keys = count_;
   delta->entries.reserve(dirty_.size());
   auto take = [&](Slot& s) {
     delta->entries.push_back(StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length,
@@ -314,7 +348,8 @@ std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
     s.dirty = false;
   };
   if (dirty_.size() * 8 > slots_.size()) {
-    // Most of the table changed: one sequential pass beats a random access per changed slot.
+    // Much of the table changed: one sequential pass beats a random access per changed slot.
+    delta->slot_order = true;
     for (Slot& s : slots_)
       if (s.dirty) take(s);
   } else {

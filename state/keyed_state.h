@@ -35,6 +35,12 @@ struct StateDelta {
   };
   std::vector<Entry> entries;
   std::string keys;
+  // Set by TakeDelta: its table's salt and key count (used slots), and whether `entries` come
+  // in that table's slot order (one pass over the slots): what a changelog segment records so
+  // that a restore can load it in order (KeyedInt64State::AdoptSlotOrder). Merge clears them.
+  bool slot_order = false;
+  uint64_t table_salt = 0;
+  uint64_t table_keys = 0;
   // Set by TakeDelta: the table's key arena (immutable bytes that never move), kept alive by
   // this delta, and the entries' keys are read there instead of copied into `keys` (the
   // synchronous part hands over the dirty set's keys, not a copy of them).
@@ -109,11 +115,25 @@ class KeyedInt64State {
   void LoadEntries(const std::string_view* keys, const int64_t* values, size_t n);
   // Restore: removes `key` without marking it changed (a removal a changelog segment holds).
   void LoadRemoval(std::string_view key);
+  // Restore, into an empty table (otherwise nothing happens): takes `salt`, the salt of a table
+  // whose delta lists its keys in slot order (StateDelta::slot_order), and room for `keys`
+  // entries, so that loading that delta visits the slots in order, not at random. A hint.
+  void AdoptSlotOrder(uint64_t salt, size_t keys);
+  // Restore, before loading `entries` entries listed in the slot order of a table with `salt`
+  // and `table_keys` keys: when this table has that salt and the load could take it past its
+  // growth threshold, it takes a fresh salt first. Keys sorted by home slot and loaded into a
+  // table too small for them pile up in runs of thousands of slots (docs/state.md). The writer
+  // held every key of the segments before its own, so after the load this table holds at most
+  // max(size, table_keys) keys; and should a load still find long runs, LoadEntries takes a
+  // fresh salt itself.
+  void PrepareSlotOrderedLoad(uint64_t salt, size_t entries, size_t table_keys);
   // Visits every entry (unordered).
   void ForEach(const std::function<void(std::string_view key, int64_t value)>& fn) const;
   // Diagnostics: the mean number of slots a lookup of a stored key probes (1.0: every key in
   // its home slot; about 2 for random keys at the table's maximum load of 0.7).
   double MeanProbeLength() const;
+  // Diagnostics: the salt of the home slots (random per table, or adopted: AdoptSlotOrder).
+  uint64_t salt() const { return salt_; }
 
   // OK, or the first key seen outside range(), named with its key group (a record delivered to
   // the wrong subtask). Such a key was not stored.
@@ -130,6 +150,10 @@ class KeyedInt64State {
   void Grow();
   // Sets mask_, shift_ and grow_at_ from slots_.size() (a power of two).
   void SetGeometry();
+  // Moves every entry into `n` slots (a power of two), homed by the current salt_.
+  void Rehash(size_t n);
+  // A fresh random salt, every entry moved to its new home.
+  void Resalt();
   void MarkDirty(size_t slot);
   void Remove(std::string_view key, bool mark_dirty);
   // Copies `key` into the arena; the returned pointer stays valid for the table's lifetime.
@@ -144,7 +168,8 @@ class KeyedInt64State {
   const uint32_t max_parallelism_;
   const KeyGroupRange range_;
   static constexpr uint64_t kHomeMultiplier = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio, odd
-  const uint64_t salt_;  // random per table
+  uint64_t salt_;  // random per table (or adopted: AdoptSlotOrder)
+  bool adopted_salt_ = false;  // salt_ is another table's (AdoptSlotOrder), not yet replaced
   std::vector<Slot> slots_;
   // Derived from slots_.size() by SetGeometry():
   size_t mask_ = 0;

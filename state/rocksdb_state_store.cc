@@ -533,11 +533,36 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
 Status LoadSegments(const std::vector<std::string>& paths, const std::string& snapshot_dir, const KeyGroupRange& range,
                     KeyedInt64State* state, HeapKeyedStateBackend* named) {
   std::string buffer;
-  for (const std::string& path : paths) {
+  // Into an empty table (no materialization), the salt and key count of the table that wrote
+  // the newest segment first, so that loading that writer's segments listed in slot order
+  // (most of them, usually) visits the slots in order instead of at random (measured in
+  // docs/benchmarks.md). The key count is bounded by what the segments could hold (an entry
+  // takes at least 4 bytes), so no hint reserves more than the files could fill.
+  std::string newest;
+  if (state != nullptr && state->size() == 0 && !paths.empty()) {
+    CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(paths.back(), &newest));
+    if (std::optional<SegmentTable> t = ChangelogSegmentTable(newest)) {
+      uint64_t bound = 0;
+      for (const std::string& path : paths) {
+        std::error_code ec;
+        const uint64_t size = fs::file_size(path, ec);
+        if (!ec) bound += size / 4;
+      }
+      state->AdoptSlotOrder(t->salt, static_cast<size_t>(std::min(t->table_keys, bound)));
+    }
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    const bool last = i + 1 == paths.size() && !newest.empty();
+    if (!last) CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, &buffer));
+    const std::string& bytes = last ? newest : buffer;
+    if (state != nullptr)
+      if (std::optional<SegmentTable> t = ChangelogSegmentTable(bytes); t && t->slot_order)
+        state->PrepareSlotOrderedLoad(t->salt, static_cast<size_t>(t->entries), static_cast<size_t>(t->table_keys));
     // A segment holds each key once, so its puts may be loaded in any order among themselves
     // (in batches) and its removals at once; the batch is loaded before the next segment.
     LoadBatch batch(state);
-    CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(path, &buffer, [&](const ChangelogEntry& e) -> Status {
+    CAIRN_RETURN_IF_ERROR(ParseChangelogSegment(path, bytes, [&](const ChangelogEntry& e) -> Status {
       uint32_t kg = e.key_group;
       if (!e.state.empty()) {
         if (e.key.size() < kKeyGroupPrefixSize)

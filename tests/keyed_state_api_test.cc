@@ -851,6 +851,51 @@ TEST(ChangelogTest, CoalescingKeepsTheNewestEntryOfEachKeyInKeyOrder) {
   EXPECT_EQ(out.back().value, "v2");
 }
 
+// A segment of a delta a table took opens with that table's salt, key count and slot order
+// (a hint for a restore's loading): readers find it with ChangelogSegmentTable and skip it
+// when they visit the entries. A merged delta, whose order is no table's, has none.
+TEST(ChangelogTest, ASegmentOfATablesDeltaNamesTheTableAndReadsBackTheSameEntries) {
+  ScratchDir dir;
+  KeyedInt64State table(kMaxP, KeyGroupRange{0, kMaxP - 1});
+  for (int i = 0; i < 5000; ++i) table.Add("k" + std::to_string(i), i);
+  std::unique_ptr<StateDelta> d = table.TakeDelta();
+  ASSERT_TRUE(d->slot_order);  // every key changed: one pass over the slots
+  ASSERT_EQ(d->table_keys, 5000u);
+  const std::string bytes = EncodeChangelogSegment(*d);
+  std::optional<SegmentTable> t = ChangelogSegmentTable(bytes);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->salt, d->table_salt);
+  EXPECT_EQ(t->table_keys, 5000u);
+  EXPECT_EQ(t->entries, d->entries.size());
+  EXPECT_TRUE(t->slot_order);
+  std::vector<std::pair<std::string, int64_t>> read;
+  Status st = ParseChangelogSegment("seg", bytes, [&](const ChangelogEntry& e) {
+    read.emplace_back(std::string(e.key), e.int64);
+    return Status::OK();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(read.size(), d->entries.size());
+  for (size_t i = 0; i < read.size(); ++i) {
+    EXPECT_EQ(read[i].first, d->key(d->entries[i]));
+    EXPECT_EQ(read[i].second, d->entries[i].value);
+  }
+  // A few keys of a large table: listed as they changed, not in slot order.
+  table.Add("k7", 1);
+  std::unique_ptr<StateDelta> few = table.TakeDelta();
+  EXPECT_FALSE(few->slot_order);
+  t = ChangelogSegmentTable(EncodeChangelogSegment(*few));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_FALSE(t->slot_order);
+  EXPECT_EQ(t->entries, 1u);
+  // Merged over a failed checkpoint: no table's order.
+  d->Merge(*few);
+  EXPECT_FALSE(ChangelogSegmentTable(EncodeChangelogSegment(*d)).has_value());
+  // A damaged table entry is corruption (the blob's checksum would catch it first on disk).
+  std::string damaged = bytes;
+  damaged[5] = 7;  // the flags: 0 or 1 only
+  EXPECT_TRUE(ParseChangelogSegment("seg", damaged, [](const ChangelogEntry&) { return Status::OK(); }).IsCorruption());
+}
+
 // state.materialize_ratio: with the interval out of reach (an hour), the segments since the
 // last materialization outgrowing the ratio times its size start one; a restore of a later
 // checkpoint then reads the materialization and few segments. Ratio 0: the interval only.

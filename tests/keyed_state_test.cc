@@ -388,6 +388,60 @@ TEST(KeyedStateTest, LoadingATablesDeltaInItsSlotOrderIntoAGrowingTableKeepsProb
   }
 }
 
+// A restore may take the salt of the table whose delta it loads (AdoptSlotOrder): the delta's
+// keys, in that table's slot order, then arrive in this table's slot order too. Safe with the
+// right key count; with a count far too small (the keys would pile up as in the test above)
+// PrepareSlotOrderedLoad or LoadEntries takes a fresh salt, and the probes stay short.
+TEST(KeyedStateTest, ADeltaLoadedUnderItsTablesSaltKeepsProbesShortWhateverTheKeyCountHint) {
+  KeyedInt64State source = MakeState();
+  const size_t n = 300000;
+  for (size_t i = 0; i < n; ++i) source.Add("key-" + std::to_string(i), static_cast<int64_t>(i));
+  const std::unique_ptr<StateDelta> delta = source.TakeDelta();
+  ASSERT_TRUE(delta->slot_order);
+  ASSERT_EQ(delta->table_salt, source.salt());
+  ASSERT_EQ(delta->table_keys, n);
+  std::vector<std::string_view> views;
+  std::vector<int64_t> values;
+  for (const StateDelta::Entry& e : delta->entries) {
+    views.push_back(delta->key(e));
+    values.push_back(e.value);
+  }
+  struct Case {
+    const char* name;
+    size_t adopt_keys;     // AdoptSlotOrder's hint
+    size_t prepare_keys;   // PrepareSlotOrderedLoad's table_keys
+    bool keeps_salt;
+  };
+  for (const Case c : {Case{"the right count", n, n, true}, Case{"a count the load outgrows", 1000, n * 4, false},
+                       Case{"a wrong count the writer claims", 1000, 1000, false}}) {
+    SCOPED_TRACE(c.name);
+    KeyedInt64State restored = MakeState();
+    restored.AdoptSlotOrder(delta->table_salt, c.adopt_keys);
+    ASSERT_EQ(restored.salt(), delta->table_salt);
+    restored.PrepareSlotOrderedLoad(delta->table_salt, n, c.prepare_keys);
+    for (size_t b = 0; b < n; b += 256) {
+      restored.LoadEntries(&views[b], &values[b], std::min<size_t>(256, n - b));
+      if (b % 25600 == 0) {
+        ASSERT_LT(restored.MeanProbeLength(), 3.0) << "after " << b << " keys";
+      }
+    }
+    EXPECT_EQ(restored.salt() == delta->table_salt, c.keeps_salt);
+    ASSERT_EQ(restored.size(), n);
+    EXPECT_LT(restored.MeanProbeLength(), 3.0);
+    for (size_t i = 0; i < n; i += 7) {
+      int64_t v = -1;
+      ASSERT_TRUE(restored.Get("key-" + std::to_string(i), &v)) << i;
+      ASSERT_EQ(v, static_cast<int64_t>(i));
+    }
+  }
+  // Not empty: the hint is ignored (the entries already in place keep their homes).
+  KeyedInt64State used = MakeState();
+  used.Add("x", 1);
+  const uint64_t own = used.salt();
+  used.AdoptSlotOrder(delta->table_salt, n);
+  EXPECT_EQ(used.salt(), own);
+}
+
 // The delta of a table most of whose entries changed is taken by a scan in slot order: the
 // same entries, each once.
 TEST(KeyedStateTest, DeltaOfAMostlyChangedTableHoldsEachChangedKeyOnce) {
