@@ -4,11 +4,14 @@
 // with a random per-table salt and multiplied (Fibonacci hashing, Home()): every bit of the
 // hash counts (key groups take its high bits, so one subtask's keys share them), doubling the
 // table sends slot i's keys to slots 2i and 2i+1 (growing keeps the order), and no two tables
-// order their slots alike. The salt matters: a delta of a large table lists its keys in slot
-// order (TakeDelta), and a restore loads it into a table that starts small; were the home the
-// hash's bits alone, the keys would arrive sorted by home, wrap around the small table more
-// than once and pile into runs thousands of slots long before it grows (1580 probes an insert,
-// measured on a restore of 1.07M keys). A Slot stores the full hash, so growing never rehashes
+// order their slots alike unless a restore asks for it. The salt matters: a delta of a large
+// table lists its keys in slot order (TakeDelta), and a restore loads it into a table that
+// starts small; were the home the hash's bits alone, the keys would arrive sorted by home, wrap
+// around the small table more than once and pile into runs thousands of slots long before it
+// grows (1580 probes an insert, measured on a restore of 1.07M keys). A restore may adopt the
+// writer's salt on purpose (AdoptSlotOrder), with room for all its keys reserved first: the
+// keys then arrive in the new table's slot order and loading them sweeps it in order; the
+// guards of PrepareSlotOrderedLoad and LoadEntries keep that from ever piling up. A Slot stores the full hash, so growing never rehashes
 // a key, and points into an arena of large blocks, so keys never move once stored. Changed
 // entries carry a dirty flag and their slot index is listed in dirty_; Grow() rebuilds that
 // list because it moves slots.
