@@ -27,7 +27,7 @@ bool IsChangelogSegmentName(std::string_view name) { return name.rfind(kChangelo
 
 namespace {
 
-// Entry kinds (the first byte of an entry). kSlotOrder comes first or not at all.
+// Entry kinds (the first byte of an entry). kTable comes first or not at all.
 enum : uint8_t { kPut = 0, kDelete = 1, kNamedPut = 2, kNamedDelete = 3, kTable = 4 };
 
 // A bounds-checked reader of the encoding above.

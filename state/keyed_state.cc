@@ -11,10 +11,10 @@
 // grows (1580 probes an insert, measured on a restore of 1.07M keys). A restore may adopt the
 // writer's salt on purpose (AdoptSlotOrder), with room for all its keys reserved first: the
 // keys then arrive in the new table's slot order and loading them sweeps it in order; the
-// guards of PrepareSlotOrderedLoad and LoadEntries keep that from ever piling up. A Slot stores the full hash, so growing never rehashes
-// a key, and points into an arena of large blocks, so keys never move once stored. Changed
-// entries carry a dirty flag and their slot index is listed in dirty_; Grow() rebuilds that
-// list because it moves slots.
+// guards of PrepareSlotOrderedLoad and LoadEntries keep that from ever piling up. A Slot
+// stores the full hash, so growing never rehashes a key, and points into an arena of large
+// blocks, so keys never move once stored. Changed entries carry a dirty flag and their slot
+// index is listed in dirty_; Grow() and Resalt() rebuild that list because they move slots.
 #include "state/keyed_state.h"
 
 #include <algorithm>
