@@ -140,12 +140,18 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
 
 namespace {
 
-// Reads the kTable entry at the start of `r` into *t; false when it is malformed.
-bool ReadTableEntry(Reader* r, SegmentTable* t) {
+// Reads the kTable entry at the start of `r`, if there is one, into *t (left empty when there
+// is none); false when it is malformed.
+bool ReadTableEntry(Reader* r, std::optional<SegmentTable>* t) {
+  if (r->in.empty() || static_cast<uint8_t>(r->in[0]) != kTable) return true;
+  r->in.remove_prefix(1);
+  SegmentTable read;
   uint64_t flags;
-  if (!r->Varint(&flags) || flags > 1 || !r->Varint(&t->salt) || !r->Varint(&t->table_keys) || !r->Varint(&t->entries))
+  if (!r->Varint(&flags) || flags > 1 || !r->Varint(&read.salt) || !r->Varint(&read.table_keys) ||
+      !r->Varint(&read.entries))
     return false;
-  t->slot_order = flags == 1;
+  read.slot_order = flags == 1;
+  *t = read;
   return true;
 }
 
@@ -154,9 +160,7 @@ bool ReadTableEntry(Reader* r, SegmentTable* t) {
 std::optional<SegmentTable> ChangelogSegmentTable(std::string_view bytes) {
   if (bytes.substr(0, kMagic.size()) != kMagic) return std::nullopt;
   Reader r{bytes.substr(kMagic.size())};
-  if (r.in.empty() || static_cast<uint8_t>(r.in[0]) != kTable) return std::nullopt;
-  r.in.remove_prefix(1);
-  SegmentTable t;
+  std::optional<SegmentTable> t;
   if (!ReadTableEntry(&r, &t)) return std::nullopt;
   return t;
 }
@@ -172,11 +176,9 @@ Status ParseChangelogSegment(const std::string& path, std::string_view in,
   if (in.substr(0, kMagic.size()) != kMagic)
     return Status::Corruption("changelog segment " + path + ": damaged (no " + std::string(kMagic) + " header)");
   Reader r{in.substr(kMagic.size())};
-  if (!r.in.empty() && static_cast<uint8_t>(r.in[0]) == kTable) {  // a hint for the loader
-    r.in.remove_prefix(1);
-    SegmentTable t;
-    if (!ReadTableEntry(&r, &t)) return Status::Corruption("changelog segment " + path + ": damaged (malformed table entry)");
-  }
+  std::optional<SegmentTable> table;  // a hint for the loader (ChangelogSegmentTable), skipped here
+  if (!ReadTableEntry(&r, &table))
+    return Status::Corruption("changelog segment " + path + ": damaged (malformed table entry)");
   while (!r.in.empty()) {
     ChangelogEntry e;
     const uint8_t kind = static_cast<uint8_t>(r.in[0]);

@@ -315,7 +315,9 @@ void KeyedInt64State::LoadEntries(const std::string_view* keys, const int64_t* v
       hashes[i] = KeyHash(keys[b + i]);
       PrefetchSlot(hashes[i]);
     }
-    size_t displaced = 0;  // slots between each key's home and its slot
+    // Only an adopted salt is watched: slots between each key's home and its slot.
+    const bool watch = adopted_salt_;
+    size_t displaced = 0;
     for (size_t i = 0; i < m; ++i) {
       if (!Owns(hashes[i])) {
         RecordForeignKey(keys[b + i], hashes[i]);
@@ -324,10 +326,10 @@ void KeyedInt64State::LoadEntries(const std::string_view* keys, const int64_t* v
       bool inserted;
       const size_t at = FindOrInsert(keys[b + i], hashes[i], &inserted);
       slots_[at].value = values[b + i];
-      displaced += (at - Home(hashes[i])) & mask_;
+      if (watch) displaced += (at - Home(hashes[i])) & mask_;
     }
     // An adopted salt whose keys pile up (a wrong hint: PrepareSlotOrderedLoad): a fresh one.
-    if (adopted_salt_ && displaced > m * kMaxMeanDisplacement) Resalt();
+    if (watch && displaced > m * kMaxMeanDisplacement) Resalt();
   }
 }
 
