@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <system_error>
 
@@ -664,10 +665,10 @@ Status RocksDbStateStore::Stage(std::string* dir) {
   return Status::OK();
 }
 
-void RocksDbStateStore::AddSharedDirSyncs(const std::string& mine, DirSyncs* dir_syncs) const {
+void RocksDbStateStore::AddSharedDirSyncs(const std::string& mine, DeferredSyncs* syncs) const {
   if (!shared_dirs_unsynced_ || !PathExists(mine)) return;
-  dir_syncs->Add(mine);
-  dir_syncs->Add(options_.shared_dir);
+  syncs->AddDir(mine);
+  syncs->AddDir(options_.shared_dir);
 }
 
 Status RocksDbStateStore::Upload(const std::string& staged, const std::string& checkpoint_dir, uint64_t* bytes) {
@@ -678,7 +679,7 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
   std::vector<SharedFileRef> refs;
   std::map<std::string, std::string> now;
   uint64_t total = 0;
-  DirSyncs dir_syncs;  // checkpoint_dir and shared/, each fsynced once at the end
+  DeferredSyncs syncs;  // SHARED, checkpoint_dir and shared/, each fsynced once at the end
   for (const std::string& name : names) {
     const std::string from = staged + "/" + name;
     if (IsSst(name)) {
@@ -701,7 +702,7 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
     // neither or both, and a file uploaded by an earlier checkpoint that a collection removed
     // since (that checkpoint failed) is uploaded again.
     std::lock_guard<std::mutex> l(SharedFilesMutex());
-    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs, &dir_syncs));
+    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs, &syncs));
     CAIRN_CRASH_POINT("persist.shared_listed");
     bool made = false;
     for (const SharedFileRef& r : refs) {
@@ -715,10 +716,10 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
       std::error_code ec;
       total += fs::file_size(r.path, ec);
     }
-    AddSharedDirSyncs(mine, &dir_syncs);
+    AddSharedDirSyncs(mine, &syncs);
   }
-  dir_syncs.Add(checkpoint_dir);
-  CAIRN_RETURN_IF_ERROR(dir_syncs.SyncAll());
+  syncs.AddDir(checkpoint_dir);
+  CAIRN_RETURN_IF_ERROR(syncs.SyncAll());
   shared_dirs_unsynced_ = false;
   uploaded_ = std::move(now);
   std::error_code ec;
@@ -930,28 +931,20 @@ void RocksDbStateStore::MaterializerLoop() {
 Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::string& checkpoint_dir,
                                            uint64_t* bytes) {
   uint64_t written = 0;
-  // Each directory below is fsynced once, at the end (the keyed directory: SHARED's rename and
-  // its own entry list).
-  DirSyncs dir_syncs;
+  // Every file and directory below is fsynced once, at the end (DeferredSyncs; the keyed
+  // directory: SHARED's rename and its own entry list).
+  DeferredSyncs syncs;
+  std::optional<Segment> segment;
   if (!delta.empty()) {
-    // One sequential write and fsync: the delta as it is (each key once, the dirty set
-    // coalesced the interval's updates of a hot key).
-    const uint64_t seq = last_seq_ + 1;
+    // One sequential write: the delta as it is (each key once, the dirty set coalesced the
+    // interval's updates of a hot key). It is the first file `syncs` fsyncs, and joins
+    // segments_ (what later checkpoints list) only once that fsync succeeded. Its number is
+    // used up all the same: a file that may not be durable is never listed under it.
+    const uint64_t seq = ++last_seq_;
     const std::string data = EncodeChangelogSegment(delta);
-    CAIRN_RETURN_IF_ERROR(WriteChecksummedFile(SegmentPath(seq), data, &dir_syncs));
-    last_seq_ = seq;
-    written += data.size() + kBlobFooterSize;
-    MutexLock l(&mu_);
-    segments_.push_back(Segment{seq, data.size() + kBlobFooterSize});
-  }
-  {
-    bool trigger = false;
-    {
-      MutexLock l(&mu_);
-      checkpointed_ = true;
-      trigger = SizeTriggered();
-    }
-    if (trigger) cv_.SignalAll();
+    CAIRN_RETURN_IF_ERROR(WriteChecksummedFile(SegmentPath(seq), data, &syncs));
+    segment = Segment{seq, data.size() + kBlobFooterSize};
+    written += segment->bytes;
   }
   CAIRN_CRASH_POINT("persist.changelog_written");
   Materialization m;
@@ -962,6 +955,7 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
     for (const Segment& g : segments_)
       if (g.seq > m.up_to) live.push_back(g.seq);
   }
+  if (segment) live.push_back(segment->seq);
   // What this checkpoint lists: every file of the materialization, then the segments since.
   std::vector<SharedFileRef> refs;
   std::vector<std::string> sources;
@@ -979,7 +973,7 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
     // As Upload: the list first, then the files, under the collection's mutex. A file a
     // collection removed since an earlier checkpoint failed is linked again from its local copy.
     std::lock_guard<std::mutex> l(SharedFilesMutex());
-    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs, &dir_syncs));
+    CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs, &syncs));
     CAIRN_CRASH_POINT("persist.shared_listed");
     const std::string mine = SharedSubdir();
     bool made = false;
@@ -995,10 +989,25 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
       std::error_code ec;
       if (!IsChangelogSegmentName(refs[i].name)) written += fs::file_size(refs[i].path, ec);
     }
-    AddSharedDirSyncs(mine, &dir_syncs);
+    AddSharedDirSyncs(mine, &syncs);
   }
-  dir_syncs.Add(checkpoint_dir);
-  CAIRN_RETURN_IF_ERROR(dir_syncs.SyncAll());
+  syncs.AddDir(checkpoint_dir);
+  size_t files_synced = 0;
+  const Status synced = syncs.SyncAll(&files_synced);
+  // The segment is durable once its fsync, the first, succeeded (a directory's failed fsync is
+  // made again by the next checkpoint): from then on checkpoints list it.
+  const bool durable = segment && files_synced > 0;
+  if (durable || synced.ok()) {
+    bool trigger = false;
+    {
+      MutexLock l(&mu_);
+      if (durable) segments_.push_back(*segment);
+      checkpointed_ = true;
+      trigger = SizeTriggered();
+    }
+    if (trigger) cv_.SignalAll();
+  }
+  CAIRN_RETURN_IF_ERROR(synced);
   shared_dirs_unsynced_ = false;
   // Local copies that no later checkpoint lists: the segments m holds and the
   // materializations before m.

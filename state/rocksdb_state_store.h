@@ -143,9 +143,9 @@ class RocksDbStateStore : public StateStore {
   // materialization (materializer thread, or restore before it starts).
   Status MaterializeOnce(const std::vector<uint64_t>& seqs) EXCLUDES(mu_);
   bool ChangelogOn() const;
-  // Adds this database's directory in shared_dir (`mine`) and shared_dir to `dir_syncs` while
+  // Adds this database's directory in shared_dir (`mine`) and shared_dir to `syncs` while
   // shared_dirs_unsynced_ (the caller clears it once they are synced).
-  void AddSharedDirSyncs(const std::string& mine, DirSyncs* dir_syncs) const;
+  void AddSharedDirSyncs(const std::string& mine, DeferredSyncs* syncs) const;
   std::string SharedSubdir() const;  // this database's directory in shared_dir
   std::string SegmentPath(uint64_t seq) const;  // a local segment
   std::string SharedPath(const Materialization& m, const std::string& name) const;

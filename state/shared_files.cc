@@ -47,7 +47,7 @@ Status ReadSharedList(const std::string& keyed_dir, std::vector<SharedFileRef>* 
   return Status::OK();
 }
 
-Status WriteSharedList(const std::string& keyed_dir, const std::vector<SharedFileRef>& refs, DirSyncs* dir_syncs) {
+Status WriteSharedList(const std::string& keyed_dir, const std::vector<SharedFileRef>& refs, DeferredSyncs* syncs) {
   std::string text;
   for (const SharedFileRef& r : refs) {
     text += r.name;
@@ -55,7 +55,7 @@ Status WriteSharedList(const std::string& keyed_dir, const std::vector<SharedFil
     text += fs::path(r.path).lexically_relative(fs::path(keyed_dir)).string();
     text += '\n';
   }
-  return WriteChecksummedFile(keyed_dir + "/" + kSharedListFileName, text, dir_syncs);
+  return WriteChecksummedFile(keyed_dir + "/" + kSharedListFileName, text, syncs);
 }
 
 Status CollectSharedGarbage(const std::string& checkpoint_root, uint64_t* deleted) {

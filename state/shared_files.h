@@ -37,10 +37,10 @@ struct SharedFileRef {
 // The files the keyed snapshot at `keyed_dir` references; *incremental false (and *out empty)
 // when it has no SHARED file (a full snapshot, every file inside `keyed_dir`).
 Status ReadSharedList(const std::string& keyed_dir, std::vector<SharedFileRef>* out, bool* incremental);
-// Writes SHARED into `keyed_dir` (atomically, fsynced; `keyed_dir`'s own fsync added to
-// `dir_syncs` when it is non-null, else made here).
+// Writes SHARED into `keyed_dir` (atomically; its fsync and `keyed_dir`'s added to `syncs` when
+// it is non-null, else made here).
 Status WriteSharedList(const std::string& keyed_dir, const std::vector<SharedFileRef>& refs,
-                       DirSyncs* dir_syncs = nullptr);
+                       DeferredSyncs* syncs = nullptr);
 
 // Deletes every file below <checkpoint_root>/shared that no SHARED file of a chk-* directory of
 // `checkpoint_root` references, and the directories left empty. *deleted: files removed. When

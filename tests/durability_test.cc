@@ -4,8 +4,9 @@
 //   earlier checkpoint failed before its async part ran, and after an fsync error;
 // - every directory of a completed checkpoint was fsynced (subtask directories without
 //   operator state too);
-// - every file a checkpoint's persist writes has its directory fsynced after it and before the
-//   checkpoint's _metadata, each subtask directory once (unaligned, changelog state);
+// - every file a checkpoint's persist writes is fsynced, then its directory, after it and before
+//   the checkpoint's _metadata, each subtask directory once (unaligned, changelog state), and
+//   every changelog segment before the commit of its checkpoint;
 // - a failed commit is removed _metadata first;
 // - the persister skips checkpoints the coordinator aborted (expired).
 #include <gmock/gmock.h>
@@ -132,7 +133,7 @@ TEST(DurabilityTest, EveryDirectoryOfACompletedCheckpointWasFsynced) {
   EXPECT_GT(checked, 0u);
 }
 
-TEST(DurabilityTest, EveryFileOfACheckpointHasItsDirectoryFsyncedOnceBeforeTheCommit) {
+TEST(DurabilityTest, EveryFileOfACheckpointIsFsyncedThenItsDirectoryOnceBeforeTheCommit) {
   // The backpressure job (a throttle before the sink), unaligned, with the changelog state: its
   // checkpoints write operator, list and channel state and changelog segments.
   LoggedRun run("200000", 1000000, "wordcount-backpressure.yaml");
@@ -155,13 +156,31 @@ TEST(DurabilityTest, EveryFileOfACheckpointHasItsDirectoryFsyncedOnceBeforeTheCo
       ++files;
       if (l.path.size() > 14 && l.path.substr(l.path.size() - 14) == "/channel.state") ++channel_files;
       const std::string dir = fs::path(l.path).parent_path().string();
-      bool synced = false;
-      for (size_t j = i + 1; j < commit && !synced; ++j) synced = log[j].event == "fsync-dir" && log[j].path == dir;
-      EXPECT_TRUE(synced) << l.path << ": its directory was not fsynced between its write and the commit";
+      bool synced = false, file_synced = false;
+      for (size_t j = i + 1; j < commit && !synced; ++j) {
+        file_synced |= log[j].event == "fsync" && log[j].path == l.path;
+        synced = file_synced && log[j].event == "fsync-dir" && log[j].path == dir;
+      }
+      EXPECT_TRUE(synced) << l.path << ": not fsynced, then its directory, between its write and the commit";
     }
     for (const auto& [dir, n] : subtask_dir_syncs) EXPECT_EQ(n, 1) << dir;
     EXPECT_FALSE(subtask_dir_syncs.empty()) << chk;
   }
+  // Each changelog segment (written outside the checkpoint directories, in the store's working
+  // directory, and linked into shared/) is fsynced before the next commit: that of the
+  // checkpoint it was written for, none of which failed in this run.
+  size_t segments = 0;
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (log[i].event != "write" || log[i].path.find(".changelog/changelog.") == std::string::npos) continue;
+    ++segments;
+    bool synced = false;
+    for (size_t j = i + 1; j < log.size() && !synced; ++j) {
+      if (log[j].event == "write" && fs::path(log[j].path).filename() == "_metadata") break;
+      synced = log[j].event == "fsync" && log[j].path == log[i].path;
+    }
+    EXPECT_TRUE(synced) << log[i].path << ": not fsynced before the next commit";
+  }
+  EXPECT_GT(segments, 0u);
   EXPECT_GT(files, 0u);
   EXPECT_GT(channel_files, 0u) << "no checkpoint held channel state: the run did not test its write";
   ExpectExactlyOnce(run.out(), ExpectedCounts(run.input()));

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "engine/base/storage_faults.h"
 #include "state/checkpoint_format.h"
 #include "tests/test_util.h"
 
@@ -182,35 +184,77 @@ TEST(FileUtil, ChecksummedFileRoundTrips) {
   EXPECT_EQ(out, data);
 }
 
-TEST(FileUtil, ChecksummedFileWithDeferredDirSyncIsInPlaceAndItsDirectoryQueued) {
+// Open descriptors of this process.
+size_t OpenFds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST(FileUtil, ChecksummedFileWithDeferredSyncsIsInPlaceAndItsFsyncsQueued) {
   ScratchDir dir;
   ASSERT_TRUE(CreateDirs(dir / "sub").ok());
-  DirSyncs syncs;
+  setenv("CAIRN_DURABILITY_LOG", (dir / "durability.log").c_str(), 1);  // this test process only
+  std::string error;
+  ASSERT_TRUE(InitStorageFaults(&error)) << error;
+  const size_t fds = OpenFds();
+  DeferredSyncs syncs;
   ASSERT_TRUE(WriteChecksummedFile(dir / "sub/a", "one", &syncs).ok());
   ASSERT_TRUE(WriteChecksummedFile(dir / "sub/b", "two", &syncs).ok());
+  // In place, and each still open for its fsync.
   std::string out;
   ASSERT_TRUE(ReadChecksummedFile(dir / "sub/b", &out).ok());
   EXPECT_EQ(out, "two");
   EXPECT_FALSE(PathExists(dir / "sub/a.tmp"));
-  // The directory's fsync was queued, not made: with the directory gone it fails, naming it.
+  EXPECT_EQ(OpenFds(), fds + 2);
+  EXPECT_EQ(ReadText(dir / "durability.log"),
+            "write " + (dir / "sub/a") + "\nwrite " + (dir / "sub/b") + "\n");
+  // SyncAll fsyncs the files, in order, then their directory once, and closes them.
+  size_t files_synced = 0;
+  ASSERT_TRUE(syncs.SyncAll(&files_synced).ok());
+  EXPECT_EQ(files_synced, 2u);
+  EXPECT_EQ(OpenFds(), fds);
+  EXPECT_EQ(ReadText(dir / "durability.log"), "write " + (dir / "sub/a") + "\nwrite " + (dir / "sub/b") +
+                                                  "\nfsync " + (dir / "sub/a") + "\nfsync " + (dir / "sub/b") +
+                                                  "\nfsync-dir " + (dir / "sub") + "\n");
+  // The directory's fsync is queued, not made: with the directory gone it fails, naming it;
+  // the file before it was fsynced all the same.
+  ASSERT_TRUE(WriteChecksummedFile(dir / "sub/c", "three", &syncs).ok());
   ASSERT_TRUE(RemoveAll(dir / "sub").ok());
-  Status s = syncs.SyncAll();
+  Status s = syncs.SyncAll(&files_synced);
   EXPECT_TRUE(s.IsNotFound()) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), dir / "sub")) << s.message();
+  EXPECT_EQ(files_synced, 1u);
+  EXPECT_EQ(OpenFds(), fds);
+  unsetenv("CAIRN_DURABILITY_LOG");
 }
 
-TEST(FileUtil, DirSyncsFsyncsEachDirectoryAddedStopsAtTheFirstFailureAndEmpties) {
+TEST(FileUtil, DeferredSyncsClosesTheFilesOfAGroupGivenUpBeforeSyncAll) {
   ScratchDir dir;
-  DirSyncs syncs;
+  const size_t fds = OpenFds();
+  {
+    DeferredSyncs syncs;
+    ASSERT_TRUE(WriteChecksummedFile(dir / "a", "one", &syncs).ok());
+    EXPECT_EQ(OpenFds(), fds + 1);
+  }
+  EXPECT_EQ(OpenFds(), fds);
+  std::string out;
+  ASSERT_TRUE(ReadChecksummedFile(dir / "a", &out).ok());
+  EXPECT_EQ(out, "one");
+}
+
+TEST(FileUtil, DeferredSyncsFsyncsEachDirectoryAddedStopsAtTheFirstFailureAndEmpties) {
+  ScratchDir dir;
+  DeferredSyncs syncs;
   EXPECT_TRUE(syncs.SyncAll().ok());  // nothing added
-  syncs.Add(dir.path());
-  syncs.Add(dir / "missing");
-  syncs.Add(dir.path());
+  syncs.AddDir(dir.path());
+  syncs.AddDir(dir / "missing");
+  syncs.AddDir(dir.path());
   Status s = syncs.SyncAll();
   EXPECT_TRUE(s.IsNotFound()) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), dir / "missing")) << s.message();
   EXPECT_TRUE(syncs.SyncAll().ok());  // the set was emptied
-  syncs.Add(dir.path());
+  syncs.AddDir(dir.path());
   EXPECT_TRUE(syncs.SyncAll().ok());
 }
 

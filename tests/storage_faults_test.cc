@@ -141,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
                       TolerableCase{"KeyedStateIoError", "eio:keyed:1:2", 2},
                       TolerableCase{"MetadataIoError", "eio:_metadata:1:2", 2},
                       TolerableCase{"ChannelStateNoSpace", "enospc:channel.state:0:2", 2, true},
-                      // The persister's one deferred fsync of a subtask directory (DirSyncs).
+                      // The persister's one deferred fsync of a subtask directory (DeferredSyncs).
                       TolerableCase{"SubtaskDirectoryFsyncIoError", "eio:sink-0/.:1:2", 2}),
     [](const ::testing::TestParamInfo<TolerableCase>& info) { return std::string(info.param.name); });
 

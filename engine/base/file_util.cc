@@ -100,16 +100,18 @@ Status WriteAll(int fd, const std::string& path, std::string_view data) {
 }
 
 // The directory fsync that makes a write's rename durable, seen by the storage-fault seam as
-// "<dir>/." (e.g. chk-3/.: the commit of chk-3's _metadata), made now or by DirSyncs::SyncAll.
+// "<dir>/." (e.g. chk-3/.: the commit of chk-3's _metadata), made now or by DeferredSyncs::SyncAll.
 Status FsyncDirOfWrite(const std::string& dir) {
   CAIRN_RETURN_IF_ERROR(InjectStorageFault(dir + "/."));
   return FsyncDir(dir);
 }
 
 // Writes the concatenation of `parts` to path.tmp, fsyncs, renames over path, fsyncs the
-// parent directory. Removes path.tmp on any failure before the rename.
+// parent directory. Removes path.tmp on any failure before the rename. With `syncs`, both
+// fsyncs are left to it (DeferredSyncs): the write's writeback is started instead, and the file
+// stays open for its fsync.
 Status WritePartsAtomically(const std::string& path, std::initializer_list<std::string_view> parts,
-                            const AtomicWriteCrashPoints& crash_points, DirSyncs* dir_syncs = nullptr) {
+                            const AtomicWriteCrashPoints& crash_points, DeferredSyncs* syncs = nullptr) {
   const std::string tmp = path + ".tmp";
   LogDurabilityEvent("write", path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -119,19 +121,28 @@ Status WritePartsAtomically(const std::string& path, std::initializer_list<std::
     if (!s.ok()) break;
     s = WriteAll(fd, tmp, part);
   }
-  if (s.ok() && ::fsync(fd) != 0) s = WriteError("cannot fsync", tmp, errno);
-  if (::close(fd) != 0 && s.ok()) s = WriteError("cannot close", tmp, errno);
+  if (syncs != nullptr) {
+    // Only a hint (the fsync in SyncAll reports any error): the disk starts on these bytes now,
+    // beside the group's other writes.
+    if (s.ok()) (void)::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  } else {
+    if (s.ok() && ::fsync(fd) != 0) s = WriteError("cannot fsync", tmp, errno);
+    if (::close(fd) != 0 && s.ok()) s = WriteError("cannot close", tmp, errno);
+    fd = -1;
+  }
   if (s.ok() && crash_points.tmp_written != nullptr) CAIRN_CRASH_POINT(crash_points.tmp_written);
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     s = WriteError("cannot rename " + tmp + " to", path, errno);
   }
   if (!s.ok()) {
+    if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     return s;
   }
   if (crash_points.renamed != nullptr) CAIRN_CRASH_POINT(crash_points.renamed);
-  if (dir_syncs != nullptr) {
-    dir_syncs->Add(ParentDir(path));
+  if (syncs != nullptr) {
+    syncs->AddFile(fd, path);
+    syncs->AddDir(ParentDir(path));
     return Status::OK();
   }
   return FsyncDirOfWrite(ParentDir(path));
@@ -312,27 +323,51 @@ Status WriteChecksummedFile(const std::string& path, std::string_view data) {
   return WriteChecksummedFile(path, data, nullptr);
 }
 
-Status WriteChecksummedFile(const std::string& path, std::string_view data, DirSyncs* dir_syncs) {
+Status WriteChecksummedFile(const std::string& path, std::string_view data, DeferredSyncs* syncs) {
   char footer[kBlobFooterSize];
   PutFixed64(footer, kBlobMagic);
   PutFixed64(footer + 8, data.size());
   PutFixed32(footer + 16, Crc32c(data));
-  return WritePartsAtomically(path, {data, std::string_view(footer, sizeof footer)}, {}, dir_syncs);
+  return WritePartsAtomically(path, {data, std::string_view(footer, sizeof footer)}, {}, syncs);
 }
 
-void DirSyncs::Add(const std::string& dir) {
+DeferredSyncs::~DeferredSyncs() {
+  MutexLock l(&mu_);
+  for (const File& f : files_) ::close(f.fd);
+}
+
+void DeferredSyncs::AddFile(int fd, const std::string& path) {
+  MutexLock l(&mu_);
+  files_.push_back(File{fd, path});
+}
+
+void DeferredSyncs::AddDir(const std::string& dir) {
   MutexLock l(&mu_);
   for (const std::string& d : dirs_)
     if (d == dir) return;
   dirs_.push_back(dir);
 }
 
-Status DirSyncs::SyncAll() {
+Status DeferredSyncs::SyncAll(size_t* files_synced) {
+  std::vector<File> files;
   std::vector<std::string> dirs;
   {
     MutexLock l(&mu_);
+    files.swap(files_);
     dirs.swap(dirs_);
   }
+  Status s;
+  size_t synced = 0;
+  for (const File& f : files) {
+    if (s.ok()) {
+      LogDurabilityEvent("fsync", f.path);
+      if (::fsync(f.fd) != 0) s = WriteError("cannot fsync", f.path, errno);
+    }
+    if (::close(f.fd) != 0 && s.ok()) s = WriteError("cannot close", f.path, errno);
+    if (s.ok()) ++synced;
+  }
+  if (files_synced != nullptr) *files_synced = synced;
+  CAIRN_RETURN_IF_ERROR(s);
   for (const std::string& dir : dirs) CAIRN_RETURN_IF_ERROR(FsyncDirOfWrite(dir));
   return Status::OK();
 }

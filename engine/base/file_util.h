@@ -26,21 +26,39 @@ struct AtomicWriteCrashPoints {
   const char* renamed = nullptr;      // renamed over path, the directory not yet fsynced
 };
 
-// Directory fsyncs put off to one pass at the end of a group of writes: a checkpoint's persist
-// writes several files into a few directories, and nothing reads them as committed before the
-// group's last step (the checkpoint's _metadata), so each directory needs one fsync after its
-// last change rather than one per file. Add is safe from several threads.
-class DirSyncs {
+// Fsyncs put off to one pass at the end of a group of writes. A checkpoint's persist writes
+// several files into a few directories, and nothing reads them as committed before the group's
+// last step (the checkpoint's _metadata). So a file written through it (WriteChecksummedFile
+// with a DeferredSyncs) is renamed into place with its writeback only started, and SyncAll
+// fsyncs the files, then each directory once, after its last change: the files' fsyncs share
+// the journal commits that one fsync after each write would make one by one, and their data is
+// already on its way to the disk. AddFile and AddDir are safe from several threads.
+class DeferredSyncs {
  public:
+  DeferredSyncs() = default;
+  DeferredSyncs(const DeferredSyncs&) = delete;
+  DeferredSyncs& operator=(const DeferredSyncs&) = delete;
+  // Closes the files SyncAll did not (a group abandoned on an error), unsynced.
+  ~DeferredSyncs();
+  // `fd`, open for writing on the file now named `path`, is to be fsynced and closed by SyncAll
+  // (or closed by the destructor): the DeferredSyncs owns it.
+  void AddFile(int fd, const std::string& path) EXCLUDES(mu_);
   // `dir` is to be fsynced by SyncAll (once however often it is added).
-  void Add(const std::string& dir) EXCLUDES(mu_);
-  // Fsyncs each directory added, in the order first added, each seen by the storage-fault seam
-  // as "<dir>/." as a write's own directory fsync is; stops at the first failure and returns it.
-  // Afterwards the set is empty.
-  Status SyncAll() EXCLUDES(mu_);
+  void AddDir(const std::string& dir) EXCLUDES(mu_);
+  // Fsyncs each file added ("fsync <path>" in the durability log), in the order added, and
+  // closes it; then each directory, in the order first added, each seen by the storage-fault
+  // seam as "<dir>/." as a write's own directory fsync is. Stops syncing at the first failure
+  // and returns it (every file is closed all the same); `files_synced`, when given, is set to
+  // how many of the files, the first ones added, were fsynced. Afterwards both sets are empty.
+  Status SyncAll(size_t* files_synced = nullptr) EXCLUDES(mu_);
 
  private:
+  struct File {
+    int fd;
+    std::string path;
+  };
   Mutex mu_;
+  std::vector<File> files_ GUARDED_BY(mu_);
   std::vector<std::string> dirs_ GUARDED_BY(mu_);
 };
 
@@ -85,9 +103,10 @@ Status CheckUsableDir(const std::string& dir, const std::string& what);
 inline constexpr uint64_t kBlobMagic = 0x31424c426e726961ull;  // "airnBLB1"
 inline constexpr size_t kBlobFooterSize = 20;
 Status WriteChecksummedFile(const std::string& path, std::string_view data);
-// The same, except that the directory's fsync is added to `dir_syncs` instead of made here: the
-// file is durable under its name only after dir_syncs->SyncAll().
-Status WriteChecksummedFile(const std::string& path, std::string_view data, DirSyncs* dir_syncs);
+// The same, except that neither the file's fsync nor its directory's is made here: its
+// writeback is started (sync_file_range), and both fsyncs are added to `syncs`. The file is in
+// place under its name on return, and durable there only after syncs->SyncAll().
+Status WriteChecksummedFile(const std::string& path, std::string_view data, DeferredSyncs* syncs);
 Status ReadChecksummedFile(const std::string& path, std::string* data);
 
 }  // namespace cairn

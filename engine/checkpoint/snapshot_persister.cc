@@ -119,7 +119,7 @@ Status AbortedStatus(CheckpointId id) {
 }  // namespace
 
 SnapshotPersister::ChannelStateWrite SnapshotPersister::WriteChannelState(const PersistJob& job,
-                                                                        DirSyncs* dir_syncs) const {
+                                                                        DeferredSyncs* syncs) const {
   ChannelStateWrite out;
   bool any = false;
   for (const RecordBatch& b : job.channel_state->records) any |= !b.empty();
@@ -134,7 +134,7 @@ SnapshotPersister::ChannelStateWrite SnapshotPersister::WriteChannelState(const 
   }
   CAIRN_CRASH_POINT("persist.channel_state");
   out.status = WriteChecksummedFile(InCheckpoint(job.chk_dir, ChannelStateRelPath(h.operator_id, h.subtask)), bytes,
-                                    dir_syncs);
+                                    syncs);
   if (out.status.ok()) out.bytes = bytes.size() + kBlobFooterSize;
   return out;
 }
@@ -171,18 +171,19 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       side.status = (*fn)();
     });
   }
-  // Every directory written below is fsynced once, after the last write into it (a subtask's
-  // directory may get its keyed state's entry, operator, list and channel state).
-  DirSyncs dir_syncs;
+  // Every file written below is fsynced at the end, then every directory once, after the last
+  // write into it (a subtask's directory may get its keyed state's entry, operator, list and
+  // channel state): DeferredSyncs.
+  DeferredSyncs syncs;
   // The channel state (unaligned checkpoints) is the first subtask's and independent of the
-  // rest: encoded and written on a thread of its own too, its fsync overlapping the keyed
+  // rest: encoded and written on a thread of its own too, its write overlapping the keyed
   // state's. Like every write here it is skipped once the checkpoint is aborted.
   ChannelStateWrite channel;
   std::thread channel_thread;
   if (ack.status.ok() && !aborted() && job.channel_state != nullptr && !job.parts.empty()) {
-    channel_thread = std::thread([this, &job, &channel, &dir_syncs] {
+    channel_thread = std::thread([this, &job, &channel, &syncs] {
       RequestShortSchedulerSlice();
-      channel = WriteChannelState(job, &dir_syncs);
+      channel = WriteChannelState(job, &syncs);
     });
   }
   for (SnapshotPart& part : job.parts) {
@@ -211,8 +212,8 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
         // The keyed directory's entry in the subtask directory, which holds nothing else
         // when the operator has no operator state.
         if (s.ok()) {
-          dir_syncs.Add(keyed_dir);
-          dir_syncs.Add(dir);
+          syncs.AddDir(keyed_dir);
+          syncs.AddDir(dir);
         }
       }
       if (!s.ok()) {
@@ -229,7 +230,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       if (s.ok()) {
         CAIRN_CRASH_POINT("persist.operator_state");
         s = WriteChecksummedFile(InCheckpoint(job.chk_dir, OperatorStateRelPath(h.operator_id, h.subtask)),
-                                 part.operator_state, &dir_syncs);
+                                 part.operator_state, &syncs);
       }
       if (!s.ok()) {
         ack.status = s.WithContext("operator " + rel + " state");
@@ -242,7 +243,7 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       Status s = CreateDirs(dir);
       if (s.ok())
         s = WriteChecksummedFile(InCheckpoint(job.chk_dir, ListStateRelPath(h.operator_id, h.subtask)), part.list_state,
-                                 &dir_syncs);
+                                 &syncs);
       if (!s.ok()) {
         ack.status = s.WithContext("operator " + rel + " list state");
         continue;
@@ -271,9 +272,9 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
     }
   }
   if (!sides.empty()) aborted();  // an abort raised while they ran
-  // The directories last: their fsyncs make the renames above durable (the error names the
-  // directory).
-  if (ack.status.ok()) ack.status = dir_syncs.SyncAll();
+  // The files' fsyncs, then the directories', which make the renames above durable (an error
+  // names the file or directory).
+  if (ack.status.ok()) ack.status = syncs.SyncAll();
   ack.mode = job.mode;
   ack.rebalance_counts = std::move(job.rebalance_counts);
   int64_t async_ms =

@@ -5,7 +5,8 @@
 // The operators' async parts (a file sink's fsync of its part files) and the channel state run
 // each on a thread of their own from the job's start, beside those writes, and the ack waits for
 // them: one subtask's fsync neither adds to its own writes nor holds up the jobs queued behind
-// it. The directories a job writes into are fsynced once each, at its end (DirSyncs).
+// it. The files a job writes are fsynced at its end, then each directory it wrote into once
+// (DeferredSyncs).
 //
 // Contract: jobs of one task run in submission order on one thread (task index mod threads),
 // so a subtask's deltas reach its StateStore in checkpoint order. Submit is called by task
@@ -53,12 +54,12 @@ class SnapshotPersister {
   void Loop(Worker* w);
   TaskAck Persist(PersistJob& job);
   // Encodes and writes the channel state of `job` (its first subtask's), unless empty or the
-  // checkpoint was aborted; the directory's fsync is added to `dir_syncs`.
+  // checkpoint was aborted; the file's and its directory's fsyncs are added to `syncs`.
   struct ChannelStateWrite {
     Status status;
     uint64_t bytes = 0;  // 0: nothing written
   };
-  ChannelStateWrite WriteChannelState(const PersistJob& job, DirSyncs* dir_syncs) const;
+  ChannelStateWrite WriteChannelState(const PersistJob& job, DeferredSyncs* syncs) const;
 
   bool Aborted(CheckpointId id) const EXCLUDES(aborted_mu_);
 
