@@ -173,7 +173,7 @@ class FileSink final : public Operator {
     // A new part file starts with the csv header.
     if (header_ && fd_ < 0 && buf_.empty()) AppendCsvHeader(*in.schema(), writer_.delimiter, &buf_);
     AppendRecords(writer_, in, &scratch_, &buf_);
-    if (buf_.size() >= kFlushBytes) return Flush();
+    if (buf_.size() >= kFlushBytes) return Flush(/*start_writeback=*/true);
     return Status::OK();
   }
 
@@ -393,12 +393,17 @@ class FileSink final : public Operator {
 
   // Writes the buffer to the current in-progress file (created when there is none). On an
   // error the bytes not written stay buffered, so that a later Flush continues the file.
-  Status Flush() {
+  // `start_writeback`: the disk starts on these bytes now (sync_file_range, a hint that does
+  // not wait) rather than all at the checkpoint's fsync, which then has only the last ones left
+  // to write: at ~100 MB/s of output and 100 ms checkpoints, ~10 MB each, which ext4's ordered
+  // mode also makes the journal commits of the checkpoint's own files wait for.
+  Status Flush(bool start_writeback = false) {
     if (buf_.empty()) return Status::OK();
     if (fd_ < 0) {
       std::string p = InProgressPath(next_seq_);
       fd_ = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd_ < 0) return Status::FromErrno("operator " + id_ + ": cannot create", p, errno);
+      file_bytes_ = 0;
     }
     size_t written = 0;
     while (written < buf_.size()) {
@@ -406,11 +411,15 @@ class FileSink final : public Operator {
       if (w < 0) {
         if (errno == EINTR) continue;
         const int err = errno;
+        file_bytes_ += written;
         buf_.erase(0, written);
         return Status::FromErrno("operator " + id_ + ": cannot write", InProgressPath(next_seq_), err);
       }
       written += static_cast<size_t>(w);
     }
+    if (start_writeback)
+      (void)sync_file_range(fd_, static_cast<off_t>(file_bytes_), static_cast<off_t>(written), SYNC_FILE_RANGE_WRITE);
+    file_bytes_ += written;
     buf_.clear();
     return Status::OK();
   }
@@ -423,6 +432,7 @@ class FileSink final : public Operator {
   OperatorListState<std::string>* runs_ = nullptr;  // the lineage's run ids (Open)
   uint64_t next_seq_ = 0;
   int fd_ = -1;
+  uint64_t file_bytes_ = 0;  // written to fd_ so far
   std::string buf_;
   std::vector<Pending> pending_;
   RecordWriterOptions writer_;
