@@ -26,6 +26,7 @@
 #include "jobs/job_spec.h"
 #include "engine/base/key_groups.h"
 #include "engine/dataflow/output_gate.h"
+#include "engine/dataflow/record_codec.h"
 #include "engine/net/transport.h"
 #include "engine/base/parker.h"
 #include "operators/generator_source.h"
@@ -214,6 +215,24 @@ void BM_KeyHash(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * w.size()));
 }
 BENCHMARK(BM_KeyHash);
+
+// The rows of the corpus's words as an unaligned checkpoint's channel state (or a network
+// frame) encodes them: row by row (EncodeRow), or the batch at once (EncodeRows, range(0) 1).
+void BM_EncodeRows(benchmark::State& state) {
+  const RecordBatch& words = Words();
+  const bool whole = state.range(0) == 1;
+  for (auto _ : state) {
+    std::string out;  // as EncodeChannelState's: grown from empty
+    if (whole) {
+      EncodeRows(words, &out);
+    } else {
+      for (size_t r = 0; r < words.size(); ++r) EncodeRow(words, r, &out);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * words.size()));
+}
+BENCHMARK(BM_EncodeRows)->Arg(0)->Arg(1);
 
 // --- Tokenizer: lines to words --------------------------------------------------------------
 

@@ -237,6 +237,20 @@ TEST(RecordBatchTest, RowsDecodedFromChannelStateCarryNoHashes) {
   EXPECT_EQ(back.key(2), "key-2");
 }
 
+TEST(RecordCodecTest, EncodeRowsAppendsTheBytesOfEncodeRowForEachRow) {
+  // Every field type, null and empty values (Sample), and a batch of one string field as the
+  // hash edge makes them.
+  RecordBatch words(MakeSchema({{"word", FieldType::kString}}));
+  for (int i = 0; i < 1000; ++i) words.SetString(words.AddRow(), 0, std::string(static_cast<size_t>(i % 23), 'a' + i % 26));
+  words.SetNull(words.AddRow(), 0);
+  for (const RecordBatch& b : {Sample(), words, RecordBatch(AllTypes())}) {
+    std::string rows = "prefix", whole = "prefix";
+    for (size_t r = 0; r < b.size(); ++r) EncodeRow(b, r, &rows);
+    EncodeRows(b, &whole);
+    EXPECT_EQ(whole, rows);
+  }
+}
+
 TEST(RecordCodecTest, SchemasAndRowsRoundTripThroughTheirEncoding) {
   RecordBatch b = Sample();
   std::string bytes;

@@ -25,7 +25,7 @@ std::string EncodeChannelState(const ChannelStateRecords& c) {
     PutLengthPrefixed(&out, c.channel_names[i]);
     EncodeSchema(*b.schema(), &out);
     PutFixed64(&out, b.size());
-    for (size_t r = 0; r < b.size(); ++r) EncodeRow(b, r, &out);
+    EncodeRows(b, &out);
   }
   return out;
 }

@@ -40,6 +40,52 @@ void EncodeRow(const RecordBatch& b, size_t row, std::string* out) {
   }
 }
 
+namespace {
+
+inline char* StoreFixed64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+  return p + 8;
+}
+
+}  // namespace
+
+void EncodeRows(const RecordBatch& b, std::string* out) {
+  const Schema& s = *b.schema();
+  const size_t fields = s.size();
+  bool var[Schema::kMaxFields];
+  for (size_t f = 0; f < fields; ++f) var[f] = IsVariableLength(s.field(f).type);
+  // The exact size first: each row's null bits, 8 bytes a present field, and each present
+  // string's bytes (the low 32 bits of its cell).
+  size_t bytes = 0;
+  for (size_t r = 0; r < b.size(); ++r) {
+    const uint64_t nulls = b.null_bits(r);
+    bytes += 8;
+    for (size_t f = 0; f < fields; ++f) {
+      if ((nulls >> f) & 1) continue;
+      bytes += 8;
+      if (var[f]) bytes += static_cast<uint32_t>(b.GetCell(r, f));
+    }
+  }
+  const size_t at = out->size();
+  out->resize(at + bytes);
+  char* p = out->data() + at;
+  for (size_t r = 0; r < b.size(); ++r) {
+    const uint64_t nulls = b.null_bits(r);
+    p = StoreFixed64(p, nulls);
+    for (size_t f = 0; f < fields; ++f) {
+      if ((nulls >> f) & 1) continue;
+      if (var[f]) {
+        const std::string_view v = b.GetString(r, f);
+        p = StoreFixed64(p, v.size());
+        std::memcpy(p, v.data(), v.size());
+        p += v.size();
+      } else {
+        p = StoreFixed64(p, b.GetCell(r, f));
+      }
+    }
+  }
+}
+
 bool DecodeRow(Decoder* d, RecordBatch* b) {
   const Schema& s = *b->schema();
   uint64_t nulls;

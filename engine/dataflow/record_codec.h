@@ -32,6 +32,9 @@ void EncodeSchema(const Schema& schema, std::string* out);
 bool DecodeSchema(Decoder* d, SchemaRef* out);
 
 void EncodeRow(const RecordBatch& b, size_t row, std::string* out);
+// Appends every row of `b`, the same bytes as EncodeRow of each in turn, sizing `out` once for
+// them (channel state and network frames encode whole batches).
+void EncodeRows(const RecordBatch& b, std::string* out);
 // Appends one row, of b's schema, read from `d`.
 bool DecodeRow(Decoder* d, RecordBatch* b);
 

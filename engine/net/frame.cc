@@ -62,7 +62,7 @@ void AppendElementFrame(uint32_t channel, const StreamElement& e, std::string* o
       at = BeginFrame(FrameType::kBatch, channel, out);
       const RecordBatch& b = *e.batch;
       PutFixed64(out, b.size());
-      for (size_t r = 0; r < b.size(); r++) EncodeRow(b, r, out);
+      EncodeRows(b, out);
       break;
     }
     case StreamElement::Kind::kBarrier:
