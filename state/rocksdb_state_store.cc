@@ -994,8 +994,9 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
   syncs.AddDir(checkpoint_dir);
   size_t files_synced = 0;
   const Status synced = syncs.SyncAll(&files_synced);
-  // The segment is durable once its fsync, the first, succeeded (a directory's failed fsync is
-  // made again by the next checkpoint): from then on checkpoints list it.
+  // The segment's bytes are durable once its fsync, the first, succeeded, and from then on
+  // checkpoints list it: a failed fsync of shared/ is made again by the next checkpoint
+  // (shared_dirs_unsynced_), and the entry in the working area is not what a restore reads.
   const bool durable = segment && files_synced > 0;
   if (durable || synced.ok()) {
     bool trigger = false;

@@ -241,7 +241,8 @@ TEST(RecordCodecTest, EncodeRowsAppendsTheBytesOfEncodeRowForEachRow) {
   // Every field type, null and empty values (Sample), and a batch of one string field as the
   // hash edge makes them.
   RecordBatch words(MakeSchema({{"word", FieldType::kString}}));
-  for (int i = 0; i < 1000; ++i) words.SetString(words.AddRow(), 0, std::string(static_cast<size_t>(i % 23), 'a' + i % 26));
+  for (int i = 0; i < 1000; ++i)
+    words.SetString(words.AddRow(), 0, std::string(static_cast<size_t>(i % 23), static_cast<char>('a' + i % 26)));
   words.SetNull(words.AddRow(), 0);
   for (const RecordBatch& b : {Sample(), words, RecordBatch(AllTypes())}) {
     std::string rows = "prefix", whole = "prefix";
