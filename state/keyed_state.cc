@@ -13,8 +13,9 @@
 // keys then arrive in the new table's slot order and loading them sweeps it in order; the
 // guards of PrepareSlotOrderedLoad and LoadEntries keep that from ever piling up. A Slot
 // stores the full hash, so growing never rehashes a key, and points into an arena of large
-// blocks, so keys never move once stored. Changed entries carry a dirty flag and their slot
-// index is listed in dirty_; Grow() and Resalt() rebuild that list because they move slots.
+// blocks, so keys never move once stored. Changed entries carry a dirty flag, and their slot's
+// bit is set in dirty_bits_ (Grow() and Resalt() rebuild it because they move slots): TakeDelta
+// visits the changed slots in slot order by scanning that bitmap, 1/256 the size of the slots.
 #include "state/keyed_state.h"
 
 #include <algorithm>
@@ -73,7 +74,11 @@ struct KeyedInt64State::Slot {
 };
 
 KeyedInt64State::KeyedInt64State(uint32_t max_parallelism, KeyGroupRange range)
-    : max_parallelism_(max_parallelism), range_(range), salt_(NewSalt()), slots_(kInitialSlots) {
+    : max_parallelism_(max_parallelism),
+      range_(range),
+      salt_(NewSalt()),
+      slots_(kInitialSlots),
+      dirty_bits_(kInitialSlots / 64) {
   SetGeometry();
 }
 
@@ -157,14 +162,14 @@ void KeyedInt64State::Rehash(size_t n) {
   old.swap(slots_);
   slots_.resize(n);
   SetGeometry();
-  // Slots move, so the dirty list is rebuilt from the flags (same set, new indices).
-  dirty_.clear();
+  // Slots move, so the dirty bits are rebuilt from the flags (same set, new indices).
+  dirty_bits_.assign(n / 64, 0);
   for (const Slot& s : old) {
     if (!s.used) continue;
     size_t i = Home(s.hash);
     while (slots_[i].used) i = (i + 1) & mask_;
     slots_[i] = s;
-    if (s.dirty) dirty_.push_back(static_cast<uint32_t>(i));
+    if (s.dirty) dirty_bits_[i >> 6] |= uint64_t{1} << (i & 63);
   }
 }
 
@@ -175,6 +180,8 @@ void KeyedInt64State::Reserve(size_t n) {
     while (GrowThreshold(slots) < n) slots *= 2;
     if (slots == slots_.size()) return;
     slots_.assign(slots, Slot{});
+    dirty_bits_.assign(slots / 64, 0);
+    dirty_count_ = 0;
     SetGeometry();
     return;
   }
@@ -204,7 +211,8 @@ void KeyedInt64State::MarkDirty(size_t slot) {
   Slot& s = slots_[slot];
   if (!s.dirty) {
     s.dirty = true;
-    dirty_.push_back(static_cast<uint32_t>(slot));
+    dirty_bits_[slot >> 6] |= uint64_t{1} << (slot & 63);
+    ++dirty_count_;
   }
 }
 
@@ -346,21 +354,23 @@ std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
   delta->key_owner = arena_blocks_;
   delta->table_salt = salt_;
   delta->table_keys = count_;
-  delta->entries.reserve(dirty_.size());
-  auto take = [&](Slot& s) {
-    delta->entries.push_back(StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length,
-                                               reinterpret_cast<uintptr_t>(s.key), s.value});
-    s.dirty = false;
-  };
-  if (dirty_.size() * 8 > slots_.size()) {
-    // Much of the table changed: one sequential pass beats a random access per changed slot.
-    delta->slot_order = true;
-    for (Slot& s : slots_)
-      if (s.dirty) take(s);
-  } else {
-    for (uint32_t i : dirty_) take(slots_[i]);
+  delta->entries.reserve(dirty_count_);
+  // The changed slots in slot order: the bitmap's words in turn (skipping the unchanged ones
+  // 64 slots at a time), and only the changed slots themselves, at rising addresses.
+  delta->slot_order = true;
+  for (size_t w = 0; w < dirty_bits_.size(); ++w) {
+    uint64_t bits = dirty_bits_[w];
+    if (bits == 0) continue;
+    dirty_bits_[w] = 0;
+    do {
+      Slot& s = slots_[(w << 6) + static_cast<size_t>(std::countr_zero(bits))];
+      delta->entries.push_back(StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length,
+                                                 reinterpret_cast<uintptr_t>(s.key), s.value});
+      s.dirty = false;
+      bits &= bits - 1;
+    } while (bits != 0);
   }
-  dirty_.clear();
+  dirty_count_ = 0;
   return delta;
 }
 

@@ -36,8 +36,9 @@ struct StateDelta {
   std::vector<Entry> entries;
   std::string keys;
   // Set by TakeDelta: its table's salt and key count (used slots), and whether `entries` come
-  // in that table's slot order (one pass over the slots): what a changelog segment records so
-  // that a restore can load it in order (KeyedInt64State::AdoptSlotOrder). Merge clears them.
+  // in that table's slot order (always, from TakeDelta; a segment of an earlier version may say
+  // not): what a changelog segment records so that a restore can load it in order
+  // (KeyedInt64State::AdoptSlotOrder). Merge clears them.
   bool slot_order = false;
   uint64_t table_salt = 0;
   uint64_t table_keys = 0;
@@ -102,8 +103,8 @@ class KeyedInt64State {
   // Live entries.
   size_t size() const;
 
-  // Synchronous snapshot: the entries changed since the last call (their values copied, their
-  // keys referenced in the arena); clears the change set.
+  // Synchronous snapshot: the entries changed since the last call, in slot order (their values
+  // copied, their keys referenced in the arena); clears the change set.
   std::unique_ptr<StateDelta> TakeDelta();
   // Restore: makes room for `n` entries at once (a hint; no effect when there is room), so that
   // loading them does not grow the table step by step.
@@ -146,7 +147,7 @@ class KeyedInt64State {
   struct Slot;
   // The slot of `key`, inserted with value 0 (not dirty) when absent; may Grow().
   size_t FindOrInsert(std::string_view key, uint64_t hash, bool* inserted);
-  // Doubles the table and rebuilds dirty_ (slots move).
+  // Doubles the table and rebuilds dirty_bits_ (slots move).
   void Grow();
   // Sets mask_, shift_ and grow_at_ from slots_.size() (a power of two).
   void SetGeometry();
@@ -183,7 +184,10 @@ class KeyedInt64State {
       std::make_shared<std::vector<std::unique_ptr<char[]>>>();
   char* arena_ptr_ = nullptr;
   size_t arena_left_ = 0;
-  std::vector<uint32_t> dirty_;  // slot indices changed since the last TakeDelta
+  // One bit per slot, set for the slots changed since the last TakeDelta (the Slot's dirty flag
+  // is the truth; this is its index, 1/256 of the slots' size), and how many are set.
+  std::vector<uint64_t> dirty_bits_;
+  size_t dirty_count_ = 0;
   mutable Status foreign_key_error_;  // set by const Get too
 };
 

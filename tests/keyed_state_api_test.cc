@@ -879,14 +879,23 @@ TEST(ChangelogTest, ASegmentOfATablesDeltaNamesTheTableAndReadsBackTheSameEntrie
     EXPECT_EQ(read[i].first, d->key(d->entries[i]));
     EXPECT_EQ(read[i].second, d->entries[i].value);
   }
-  // A few keys of a large table: listed as they changed, not in slot order.
+  // A few keys of a large table: in slot order too (TakeDelta visits the changed slots in
+  // order). A delta not in slot order (none a table takes now; segments of earlier versions)
+  // says so in its table entry.
   table.Add("k7", 1);
+  table.Add("k4999", 1);
+  table.Add("k0", 1);
   std::unique_ptr<StateDelta> few = table.TakeDelta();
-  EXPECT_FALSE(few->slot_order);
+  EXPECT_TRUE(few->slot_order);
+  ASSERT_EQ(few->entries.size(), 3u);
+  t = ChangelogSegmentTable(EncodeChangelogSegment(*few));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_TRUE(t->slot_order);
+  EXPECT_EQ(t->entries, 3u);
+  few->slot_order = false;
   t = ChangelogSegmentTable(EncodeChangelogSegment(*few));
   ASSERT_TRUE(t.has_value());
   EXPECT_FALSE(t->slot_order);
-  EXPECT_EQ(t->entries, 1u);
   // Merged over a failed checkpoint: no table's order.
   d->Merge(*few);
   EXPECT_FALSE(ChangelogSegmentTable(EncodeChangelogSegment(*d)).has_value());
