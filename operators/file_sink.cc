@@ -403,7 +403,6 @@ class FileSink final : public Operator {
       std::string p = InProgressPath(next_seq_);
       fd_ = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd_ < 0) return Status::FromErrno("operator " + id_ + ": cannot create", p, errno);
-      file_bytes_ = 0;
     }
     size_t written = 0;
     while (written < buf_.size()) {
@@ -411,15 +410,13 @@ class FileSink final : public Operator {
       if (w < 0) {
         if (errno == EINTR) continue;
         const int err = errno;
-        file_bytes_ += written;
         buf_.erase(0, written);
         return Status::FromErrno("operator " + id_ + ": cannot write", InProgressPath(next_seq_), err);
       }
       written += static_cast<size_t>(w);
     }
-    if (start_writeback)
-      (void)sync_file_range(fd_, static_cast<off_t>(file_bytes_), static_cast<off_t>(written), SYNC_FILE_RANGE_WRITE);
-    file_bytes_ += written;
+    // The file's dirty pages are these bytes (earlier ones are already under writeback).
+    if (start_writeback) (void)sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
     buf_.clear();
     return Status::OK();
   }
@@ -432,7 +429,6 @@ class FileSink final : public Operator {
   OperatorListState<std::string>* runs_ = nullptr;  // the lineage's run ids (Open)
   uint64_t next_seq_ = 0;
   int fd_ = -1;
-  uint64_t file_bytes_ = 0;  // written to fd_ so far
   std::string buf_;
   std::vector<Pending> pending_;
   RecordWriterOptions writer_;

@@ -9,9 +9,14 @@
 
 namespace cairn {
 
+// Stores `v` in the 8 bytes at `p`.
+inline void EncodeFixed64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+
 inline void PutFixed64(std::string* dst, uint64_t v) {
   char buf[8];
-  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(v >> (8 * i));
+  EncodeFixed64(buf, v);
   dst->append(buf, 8);
 }
 

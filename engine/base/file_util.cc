@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <initializer_list>
 
+#include "engine/base/coding.h"
 #include "engine/base/crash_points.h"
 #include "engine/base/storage_faults.h"
 
@@ -296,9 +297,6 @@ uint64_t DiskUsage(const std::string& path) {
 
 namespace {
 
-void PutFixed64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = static_cast<char>(v >> (8 * i));
-}
 void PutFixed32(char* p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = static_cast<char>(v >> (8 * i));
 }
@@ -325,8 +323,8 @@ Status WriteChecksummedFile(const std::string& path, std::string_view data) {
 
 Status WriteChecksummedFile(const std::string& path, std::string_view data, DeferredSyncs* syncs) {
   char footer[kBlobFooterSize];
-  PutFixed64(footer, kBlobMagic);
-  PutFixed64(footer + 8, data.size());
+  EncodeFixed64(footer, kBlobMagic);
+  EncodeFixed64(footer + 8, data.size());
   PutFixed32(footer + 16, Crc32c(data));
   return WritePartsAtomically(path, {data, std::string_view(footer, sizeof footer)}, {}, syncs);
 }

@@ -45,8 +45,8 @@ inline Status InjectStorageFault(const std::string& path) {
 // InitStorageFaults), every fsync of a file ("fsync <path>") or directory ("fsync-dir <path>"),
 // every start of an atomic checkpoint write ("write <path>"; its own fsync, made before its
 // rename, is not logged, one left to DeferredSyncs is, as "fsync <path>"), every sink commit
-// ("commit <in-progress path> <committed path>"), every removal of a checkpoint's _metadata or directory
-// ("remove <path>") and every checkpoint the persister is told to skip ("abort <id>") is
+// ("commit <in-progress path> <committed path>"), every removal of a checkpoint's _metadata or
+// directory ("remove <path>") and every checkpoint the persister is told to skip ("abort <id>") is
 // appended as one line, in the order they happen (one write(2) per line, O_APPEND). Tests
 // check durability orderings with it (docs/faults.md). Unset: one branch per call.
 namespace internal {

@@ -40,15 +40,6 @@ void EncodeRow(const RecordBatch& b, size_t row, std::string* out) {
   }
 }
 
-namespace {
-
-inline char* StoreFixed64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-  return p + 8;
-}
-
-}  // namespace
-
 void EncodeRows(const RecordBatch& b, std::string* out) {
   const Schema& s = *b.schema();
   const size_t fields = s.size();
@@ -71,16 +62,18 @@ void EncodeRows(const RecordBatch& b, std::string* out) {
   char* p = out->data() + at;
   for (size_t r = 0; r < b.size(); ++r) {
     const uint64_t nulls = b.null_bits(r);
-    p = StoreFixed64(p, nulls);
+    EncodeFixed64(p, nulls);
+    p += 8;
     for (size_t f = 0; f < fields; ++f) {
       if ((nulls >> f) & 1) continue;
       if (var[f]) {
         const std::string_view v = b.GetString(r, f);
-        p = StoreFixed64(p, v.size());
-        std::memcpy(p, v.data(), v.size());
-        p += v.size();
+        EncodeFixed64(p, v.size());
+        std::memcpy(p + 8, v.data(), v.size());
+        p += 8 + v.size();
       } else {
-        p = StoreFixed64(p, b.GetCell(r, f));
+        EncodeFixed64(p, b.GetCell(r, f));
+        p += 8;
       }
     }
   }
