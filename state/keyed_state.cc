@@ -356,13 +356,30 @@ std::unique_ptr<StateDelta> KeyedInt64State::TakeDelta() {
   delta->table_keys = count_;
   delta->entries.reserve(dirty_count_);
   // The changed slots in slot order: the bitmap's words in turn (skipping the unchanged ones
-  // 64 slots at a time), and only the changed slots themselves, at rising addresses.
+  // 64 slots at a time), and only the changed slots themselves, at rising addresses. A second
+  // cursor runs kPrefetchAhead changed slots ahead and starts their loads: in a large table
+  // they lie cache lines apart at irregular strides, which the hardware does not fetch ahead,
+  // and one miss after another was most of this synchronous part.
   delta->slot_order = true;
-  for (size_t w = 0; w < dirty_bits_.size(); ++w) {
+  constexpr size_t kPrefetchAhead = 16;
+  const size_t words = dirty_bits_.size();
+  size_t ahead_word = 0;
+  uint64_t ahead_bits = words > 0 ? dirty_bits_[0] : 0;
+  auto prefetch_next = [&] {
+    while (ahead_bits == 0) {
+      if (++ahead_word >= words) return;
+      ahead_bits = dirty_bits_[ahead_word];
+    }
+    __builtin_prefetch(&slots_[(ahead_word << 6) + static_cast<size_t>(std::countr_zero(ahead_bits))], 1);
+    ahead_bits &= ahead_bits - 1;
+  };
+  for (size_t i = 0; i < kPrefetchAhead; ++i) prefetch_next();
+  for (size_t w = 0; w < words; ++w) {
     uint64_t bits = dirty_bits_[w];
     if (bits == 0) continue;
-    dirty_bits_[w] = 0;
+    dirty_bits_[w] = 0;  // the cursor ahead has read this word already
     do {
+      prefetch_next();
       Slot& s = slots_[(w << 6) + static_cast<size_t>(std::countr_zero(bits))];
       delta->entries.push_back(StateDelta::Entry{KeyGroupOf(s.hash, max_parallelism_), s.removed, s.key_length,
                                                  reinterpret_cast<uintptr_t>(s.key), s.value});
