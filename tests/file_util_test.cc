@@ -45,9 +45,13 @@ TEST(FileUtil, Crc32cMatchesBitwiseDefinitionAtEveryLengthAndOffset) {
     for (size_t len = 0; offset + len <= 64; len++) {
       std::string_view piece(buf.data() + offset, len);
       ASSERT_EQ(Crc32c(piece), ReferenceCrc32c(piece)) << "offset " << offset << " len " << len;
+      ASSERT_EQ(Crc32cPortable(piece), ReferenceCrc32c(piece)) << "offset " << offset << " len " << len;
+      ASSERT_EQ(Crc32c(piece.substr(len / 2), Crc32c(piece.substr(0, len / 2))), ReferenceCrc32c(piece))
+          << "in two pieces: offset " << offset << " len " << len;
     }
   }
   EXPECT_EQ(Crc32c(buf), ReferenceCrc32c(buf));
+  EXPECT_EQ(Crc32cPortable(buf), ReferenceCrc32c(buf));
 }
 
 TEST(FileUtil, WriteFileAtomicallyReplacesContentAndLeavesNoTmp) {

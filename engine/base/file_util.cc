@@ -47,7 +47,7 @@ inline uint32_t Load32Le(const unsigned char* p) {
 
 }  // namespace
 
-uint32_t Crc32c(std::string_view data, uint32_t crc) {
+uint32_t Crc32cPortable(std::string_view data, uint32_t crc) {
   const auto& t = kCrc32c.t;
   const unsigned char* p = reinterpret_cast<const unsigned char*>(data.data());
   size_t n = data.size();
@@ -62,6 +62,39 @@ uint32_t Crc32c(std::string_view data, uint32_t crc) {
   }
   while (n-- > 0) c = t[0][(c ^ *p++) & 0xff] ^ (c >> 8);
   return ~c;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CAIRN_CRC32C_SSE42 1
+namespace {
+
+// SSE4.2's CRC32 instruction computes exactly CRC-32C, 8 bytes at a time: several times the
+// table's speed (a changelog segment of tens of megabytes is checksummed when written and
+// again when read).
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(std::string_view data, uint32_t crc) {
+  const char* p = data.data();
+  size_t n = data.size();
+  uint64_t c = ~crc;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = __builtin_ia32_crc32di(c, v);
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  for (; n > 0; ++p, --n) c32 = __builtin_ia32_crc32qi(c32, static_cast<unsigned char>(*p));
+  return ~c32;
+}
+
+const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+
+}  // namespace
+#endif
+
+uint32_t Crc32c(std::string_view data, uint32_t crc) {
+#ifdef CAIRN_CRC32C_SSE42
+  if (kHaveSse42) return Crc32cSse42(data, crc);
+#endif
+  return Crc32cPortable(data, crc);
 }
 
 // ---- Files and directories ----

@@ -12,8 +12,12 @@
 
 namespace cairn {
 
-// CRC-32C (Castagnoli) of `data`, continuing from `crc` (0 to start).
+// CRC-32C (Castagnoli) of `data`, continuing from `crc` (0 to start). On x86-64 CPUs with
+// SSE4.2 (checked at run time) by its CRC32 instruction, elsewhere by Crc32cPortable.
 uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
+// The same by tables (slicing-by-8), on any CPU: Crc32c's fallback, and what tests compare the
+// instruction's results with.
+uint32_t Crc32cPortable(std::string_view data, uint32_t crc = 0);
 
 // Errors: a missing path is NotFound where that is what the caller asked about (reading,
 // listing, fsyncing); every other failure, and every failure to write, is IOError. Messages
