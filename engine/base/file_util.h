@@ -109,7 +109,9 @@ inline constexpr size_t kBlobFooterSize = 20;
 Status WriteChecksummedFile(const std::string& path, std::string_view data);
 // The same, except that neither the file's fsync nor its directory's is made here: its
 // writeback is started (sync_file_range), and both fsyncs are added to `syncs`. The file is in
-// place under its name on return, and durable there only after syncs->SyncAll().
+// place under its name on return, and durable there only after syncs->SyncAll(). A file of
+// 1 MiB or more is written past the page cache (O_DIRECT, from a 4 MiB buffer each thread
+// keeps), or through it where the file system refuses that.
 Status WriteChecksummedFile(const std::string& path, std::string_view data, DeferredSyncs* syncs);
 Status ReadChecksummedFile(const std::string& path, std::string* data);
 
