@@ -905,6 +905,47 @@ TEST(ChangelogTest, ASegmentOfATablesDeltaNamesTheTableAndReadsBackTheSameEntrie
   EXPECT_TRUE(ParseChangelogSegment("seg", damaged, [](const ChangelogEntry&) { return Status::OK(); }).IsCorruption());
 }
 
+// Keys of every length from 0 to 40 bytes (those of at most 16 bytes are copied in fixed-size
+// pieces), taken from a table (keys in its arena) and merged (keys in the delta's own string),
+// with removals: each reads back byte for byte.
+TEST(ChangelogTest, KeysOfEveryShortLengthReadBackExactly) {
+  KeyedInt64State table(kMaxP, KeyGroupRange{0, kMaxP - 1});
+  std::map<std::string, int64_t> want;
+  for (size_t len = 0; len <= 40; ++len) {
+    std::string key(len, '\0');
+    for (size_t i = 0; i < len; ++i) key[i] = static_cast<char>('a' + (i * 7 + len) % 26);
+    table.Put(key, static_cast<int64_t>(len) * 1000 - 7);
+    want[key] = static_cast<int64_t>(len) * 1000 - 7;
+  }
+  std::unique_ptr<StateDelta> d = table.TakeDelta();
+  table.Delete(std::string());  // the empty key
+  want.erase(std::string());
+  std::unique_ptr<StateDelta> later = table.TakeDelta();
+  StateDelta merged;
+  merged.Merge(*d);
+  merged.Merge(*later);
+  for (const StateDelta* delta : {d.get(), &merged}) {
+    std::map<std::string, int64_t> read;
+    std::set<std::string> removed;
+    Status st = ParseChangelogSegment("seg", EncodeChangelogSegment(*delta), [&](const ChangelogEntry& e) {
+      if (e.deleted) {
+        removed.insert(std::string(e.key));
+      } else {
+        read[std::string(e.key)] = e.int64;
+      }
+      return Status::OK();
+    });
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    if (delta == d.get()) {
+      EXPECT_EQ(read.size(), 41u);
+      EXPECT_TRUE(removed.empty());
+    } else {
+      EXPECT_EQ(read, want);
+      EXPECT_EQ(removed, std::set<std::string>{std::string()});
+    }
+  }
+}
+
 // state.materialize_ratio: with the interval out of reach (an hour), the segments since the
 // last materialization outgrowing the ratio times its size start one; a restore of a later
 // checkpoint then reads the materialization and few segments. Ratio 0: the interval only.
