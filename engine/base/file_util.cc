@@ -87,7 +87,12 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cSse42(std::string_view data, ui
   return ~c32;
 }
 
-const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+// Set during static initialization (until then false: the tables, as correct); the CPU's
+// features are read first, whichever constructor runs before libgcc's.
+const bool kHaveSse42 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2") != 0;
+}();
 
 }  // namespace
 #endif
