@@ -230,7 +230,7 @@ TEST(FileUtil, ChecksummedFileWithDeferredSyncsIsInPlaceAndItsFsyncsQueued) {
   EXPECT_TRUE(Contains(s.message(), dir / "sub")) << s.message();
   EXPECT_EQ(files_synced, 1u);
   EXPECT_EQ(OpenFds(), fds);
-  unsetenv("CAIRN_DURABILITY_LOG");
+  testing::StopDurabilityLog();
 }
 
 // Large files of a deferred-sync group are written past the page cache (O_DIRECT, through an

@@ -754,6 +754,8 @@ TEST(ChangelogTest, AFailedFsyncOfTheSharedDirectoryIsMadeByTheNextCheckpointTho
   // Checkpoint 3, again without changes, has nothing left to make durable in shared/.
   s.Checkpoint(root + "/chk-3/op-0/keyed");
   EXPECT_EQ(syncs_of_mine(), 1u);
+  testing::StopDurabilityLog();
+  unsetenv("CAIRN_STORAGE_FAULT");
 }
 
 TEST(ChangelogTest, EveryCheckpointReadsBackItsStateWhileMaterializationsRunBetweenThem) {

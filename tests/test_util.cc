@@ -21,9 +21,16 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/base/storage_faults.h"
 #include "state/operator_list_state.h"
 
 namespace cairn::testing {
+
+void StopDurabilityLog() {
+  if (internal::durability_log_fd >= 0) ::close(internal::durability_log_fd);
+  internal::durability_log_fd = -1;
+  ::unsetenv("CAIRN_DURABILITY_LOG");
+}
 
 OperatorStateStore* FreshListStates() {
   static std::deque<OperatorStateStore> stores;
