@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "engine/base/file_util.h"
+#include "engine/base/short_bytes.h"
 
 namespace cairn {
 
@@ -86,30 +87,6 @@ char* PutBytesAt(char* p, std::string_view b) {
   return p + b.size();
 }
 
-// The bytes of `b`, at most 16, by overlapping fixed-size copies (inlined, no call to memcpy:
-// most keys are this short, and a segment copies hundreds of thousands of them). Reads and
-// writes exactly b.size() bytes.
-char* PutShortAt(char* p, std::string_view b) {
-  const char* s = b.data();
-  const size_t n = b.size();
-  if (n >= 8) {
-    uint64_t head, tail;
-    std::memcpy(&head, s, 8);
-    std::memcpy(&tail, s + n - 8, 8);
-    std::memcpy(p, &head, 8);
-    std::memcpy(p + n - 8, &tail, 8);
-  } else if (n >= 4) {
-    uint32_t head, tail;
-    std::memcpy(&head, s, 4);
-    std::memcpy(&tail, s + n - 4, 4);
-    std::memcpy(p, &head, 4);
-    std::memcpy(p + n - 4, &tail, 4);
-  } else {
-    for (size_t i = 0; i < n; ++i) p[i] = s[i];
-  }
-  return p + n;
-}
-
 }  // namespace
 
 std::string EncodeChangelogSegment(const StateDelta& delta) {
@@ -150,9 +127,12 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
     *p++ = static_cast<char>(e.deleted ? kDelete : kPut);
     p = PutVarintAt(p, e.key_group);
     const std::string_view key = delta.key(e);
-    if (key.size() <= 16) {
-      *p++ = static_cast<char>(key.size());  // its varint length: one byte
-      p = PutShortAt(p, key);
+    if (key.size() < 0x80) {
+      // Most keys are a few bytes: the length's one varint byte, and the bytes copied inline
+      // (CopyShortBytes), not by a call to memcpy.
+      *p++ = static_cast<char>(key.size());
+      CopyShortBytes(p, key.data(), key.size());
+      p += key.size();
     } else {
       p = PutBytesAt(p, key);
     }
