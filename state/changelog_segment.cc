@@ -81,9 +81,11 @@ char* PutVarintAt(char* p, uint64_t v) {
   return p;
 }
 
-char* PutBytesAt(char* p, std::string_view b) {
+// Most keys are a few bytes: copied inline (CopyShortBytes), not by a call to memcpy, which a
+// segment of hundreds of thousands of entries made once each.
+inline char* PutBytesAt(char* p, std::string_view b) {
   p = PutVarintAt(p, b.size());
-  std::memcpy(p, b.data(), b.size());
+  CopyShortBytes(p, b.data(), b.size());
   return p + b.size();
 }
 
@@ -126,16 +128,7 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
     const StateDelta::Entry& e = delta.entries[i];
     *p++ = static_cast<char>(e.deleted ? kDelete : kPut);
     p = PutVarintAt(p, e.key_group);
-    const std::string_view key = delta.key(e);
-    if (key.size() < 0x80) {
-      // Most keys are a few bytes: the length's one varint byte, and the bytes copied inline
-      // (CopyShortBytes), not by a call to memcpy.
-      *p++ = static_cast<char>(key.size());
-      CopyShortBytes(p, key.data(), key.size());
-      p += key.size();
-    } else {
-      p = PutBytesAt(p, key);
-    }
+    p = PutBytesAt(p, delta.key(e));
     if (!e.deleted) p = PutVarintAt(p, ZigZag(e.value));
   }
   for (const StateDelta::NamedEntry& e : delta.named) {
