@@ -836,8 +836,7 @@ TEST_F(FileSinkTest, ACheckpointFsyncsThePendingFilesOfEarlierCheckpointsWhoseAs
   const std::string log = dir_ / "durability.log";
   internal::durability_log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   Status s = next.async_part();
-  close(internal::durability_log_fd);
-  internal::durability_log_fd = -1;
+  testing::StopDurabilityLog();
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_NE(testing::ReadText(log).find("fsync " + out() + "/" + pending_of_1[0] + "\n"), std::string::npos)
       << testing::ReadText(log);

@@ -31,9 +31,9 @@ class ScratchDir {
 std::string CairnBinary();
 std::string SourceDir();
 
-// Closes the durability log (CAIRN_DURABILITY_LOG) that a test opened in this process through
-// InitStorageFaults, which opens it only once, and unsets the variable: a later test in the same
-// process (a gtest filter of several) then opens its own.
+// Closes the durability log (CAIRN_DURABILITY_LOG) that a test opened in this process, directly
+// or through InitStorageFaults (which opens it only once), and unsets the variable: a later test
+// in the same process (a gtest filter of several) then opens its own.
 void StopDurabilityLog();
 
 struct RunResult {

@@ -147,13 +147,13 @@ constexpr size_t kDirectWriteMinBytes = size_t{1} << 20;
 constexpr size_t kDirectAlign = 4096;
 constexpr size_t kDirectChunkBytes = size_t{4} << 20;
 
-// Writes `parts` through `fd`, opened with O_DIRECT, from an aligned buffer reused by the
+// Writes `parts` (`total` bytes) through `fd`, opened with O_DIRECT, from an aligned buffer reused by the
 // calling thread (a persister's), kDirectChunkBytes at a time; the last chunk is padded with
 // zeros to the alignment and the file then cut to its length. OK with *unsupported set when
 // the kernel refuses the first direct write (EINVAL: a file system or device with other rules)
 // or no aligned buffer can be had, before any byte is written: the caller then writes through
 // the page cache.
-Status WriteAllDirect(int fd, const std::string& path, std::initializer_list<std::string_view> parts,
+Status WriteAllDirect(int fd, const std::string& path, std::initializer_list<std::string_view> parts, size_t total,
                       bool* unsupported) {
   struct Free {
     void operator()(char* p) const { std::free(p); }
@@ -168,7 +168,7 @@ Status WriteAllDirect(int fd, const std::string& path, std::initializer_list<std
     buffer.reset(static_cast<char*>(p));
   }
   char* const buf = buffer.get();
-  size_t total = 0, filled = 0;
+  size_t filled = 0;
   bool first = true;
   auto flush = [&](size_t n) -> Status {
     const size_t padded = (n + kDirectAlign - 1) & ~(kDirectAlign - 1);
@@ -189,7 +189,6 @@ Status WriteAllDirect(int fd, const std::string& path, std::initializer_list<std
     return Status::OK();
   };
   for (std::string_view part : parts) {
-    total += part.size();
     while (!part.empty()) {
       const size_t n = std::min(part.size(), kDirectChunkBytes - filled);
       std::memcpy(buf + filled, part.data(), n);
@@ -242,7 +241,7 @@ Status WritePartsAtomically(const std::string& path, std::initializer_list<std::
   Status s = InjectStorageFault(path);
   if (s.ok() && direct) {
     bool unsupported = false;
-    s = WriteAllDirect(fd, tmp, parts, &unsupported);
+    s = WriteAllDirect(fd, tmp, parts, total, &unsupported);
     if (s.ok() && unsupported) {  // nothing written: through the page cache after all
       direct = false;
       if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT) != 0) s = WriteError("cannot write", tmp, errno);
