@@ -9,6 +9,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>
+#include <rocksdb/perf_level.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
@@ -1174,6 +1175,9 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
                                   HeapKeyedStateBackend* named, std::unique_ptr<RocksDbStateStore>* out) {
   for (const KeyedSnapshotHandle& h : snapshots) CAIRN_RETURN_IF_ERROR(CheckSnapshotExists(h.dir));
   CAIRN_RETURN_IF_ERROR(CheckAbsent(work_dir));
+  // Nothing reads RocksDB's per-thread perf counters, which it otherwise counts on every
+  // iterator step through a thread-local lookup: 8-10% of loading 500K keys (docs/benchmarks.md).
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
 
   // Leaves no half-built database behind on failure.
   std::unique_ptr<RocksDbStateStore> store;
