@@ -92,6 +92,12 @@ inline char* PutBytesAt(char* p, std::string_view b) {
 }  // namespace
 
 std::string EncodeChangelogSegment(const StateDelta& delta) {
+  std::string out;
+  out.resize(EncodeChangelogSegment(delta, &out).size());
+  return out;
+}
+
+std::string_view EncodeChangelogSegment(const StateDelta& delta, std::string* buffer) {
   // Sized exactly first (from the entries alone: no pass over the keys), then written in
   // place: a segment of the whole state is tens of megabytes, which growing by appends would
   // copy and fault in about twice.
@@ -107,9 +113,9 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
     size += 1 + VarintLength(e.state.size()) + e.state.size() + VarintLength(e.key.size()) + e.key.size();
     if (!e.deleted) size += VarintLength(e.value.size()) + e.value.size();
   }
-  std::string out;
-  out.resize(size);
-  char* p = out.data();
+  if (buffer->size() < size) buffer->resize(size);
+  char* const start = buffer->data();
+  char* p = start;
   std::memcpy(p, kMagic.data(), kMagic.size());
   p += kMagic.size();
   if (table) {
@@ -137,8 +143,8 @@ std::string EncodeChangelogSegment(const StateDelta& delta) {
     p = PutBytesAt(p, e.key);
     if (!e.deleted) p = PutBytesAt(p, e.value);
   }
-  assert(static_cast<size_t>(p - out.data()) == size);
-  return out;
+  assert(static_cast<size_t>(p - start) == size);
+  return std::string_view(start, size);
 }
 
 namespace {

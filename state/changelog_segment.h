@@ -38,6 +38,10 @@ bool IsChangelogSegmentName(std::string_view name);
 
 // The segment bytes of `delta` (without the blob footer).
 std::string EncodeChangelogSegment(const StateDelta& delta);
+// The same bytes written into `*buffer`, which is grown when too small and never shrunk nor
+// zero-filled again: a caller that keeps it from one checkpoint to the next encodes into pages
+// it already has. The result views the start of `*buffer` (valid until it next changes).
+std::string_view EncodeChangelogSegment(const StateDelta& delta, std::string* buffer);
 
 // One entry of a segment. `state` empty: the default state (`key` the key, `int64` its value);
 // else a named state (`key` the stored key, `value` the stored bytes).

@@ -948,6 +948,30 @@ TEST(ChangelogTest, KeysOfEveryShortLengthReadBackExactly) {
   }
 }
 
+// Encoding into a kept buffer (as a persister thread does, checkpoint after checkpoint) gives
+// the bytes of a fresh encoding, also when the buffer is larger than the segment: a large
+// delta, then a small one, then a larger one again.
+TEST(ChangelogTest, EncodingIntoAKeptBufferGivesTheBytesOfAFreshEncoding) {
+  KeyedInt64State table(kMaxP, KeyGroupRange{0, kMaxP - 1});
+  std::string buffer;
+  for (int round : {3000, 5, 0, 7000}) {
+    for (int i = 0; i < round; ++i) table.Add("key-" + std::to_string(i * 13 + round), i + 1);
+    if (round == 0) table.Delete("key-5");
+    std::unique_ptr<StateDelta> d = table.TakeDelta();
+    const std::string fresh = EncodeChangelogSegment(*d);
+    const std::string_view kept = EncodeChangelogSegment(*d, &buffer);
+    EXPECT_EQ(kept, fresh) << "round of " << round << " keys";
+    EXPECT_EQ(kept.data(), buffer.data());
+    EXPECT_GE(buffer.size(), kept.size());
+    size_t entries = 0;
+    ASSERT_TRUE(ParseChangelogSegment("seg", kept, [&](const ChangelogEntry&) {
+                  ++entries;
+                  return Status::OK();
+                }).ok());
+    EXPECT_EQ(entries, d->entries.size());
+  }
+}
+
 // state.materialize_ratio: with the interval out of reach (an hour), the segments since the
 // last materialization outgrowing the ratio times its size start one; a restore of a later
 // checkpoint then reads the materialization and few segments. Ratio 0: the interval only.
