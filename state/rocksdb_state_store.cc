@@ -923,6 +923,7 @@ bool RocksDbStateStore::SizeTriggered() const {
 }
 
 void RocksDbStateStore::MaterializerLoop() {
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);  // as Restore: nothing reads them
   const auto interval = std::chrono::milliseconds(options_.materialize_interval_ms);
   uint64_t applied;
   {
