@@ -395,12 +395,16 @@ BENCHMARK(BM_SnapshotTakeDelta)->Arg(1000000)->Arg(250000)->Arg(10000)->Unit(ben
 // range(0) keys in the table, all changed: the delta's entries come in the table's slot order
 // and point at their keys in the arena (in insertion order), so each key is a random access.
 
+// The delta of a table of `keys` keys, every one changed.
+std::unique_ptr<StateDelta> AllChangedDelta(size_t keys) {
+  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
+  for (const std::string& s : DistinctKeys(keys)) kv.Add(s, 1);
+  return kv.TakeDelta();
+}
+
 void BM_EncodeChangelogSegment(benchmark::State& state) {
   const size_t keys = static_cast<size_t>(state.range(0));
-  const std::vector<std::string> k = DistinctKeys(keys);
-  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
-  for (const std::string& s : k) kv.Add(s, 1);
-  const std::unique_ptr<StateDelta> delta = kv.TakeDelta();
+  const std::unique_ptr<StateDelta> delta = AllChangedDelta(keys);
   size_t bytes = 0;
   for (auto _ : state) {
     const std::string segment = EncodeChangelogSegment(*delta);
@@ -416,10 +420,7 @@ BENCHMARK(BM_EncodeChangelogSegment)->Arg(100000)->Arg(1000000)->Unit(benchmark:
 // checkpoints (state/rocksdb_state_store.cc): no fresh pages to fault in and zero-fill.
 void BM_EncodeChangelogSegmentIntoBuffer(benchmark::State& state) {
   const size_t keys = static_cast<size_t>(state.range(0));
-  const std::vector<std::string> k = DistinctKeys(keys);
-  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
-  for (const std::string& s : k) kv.Add(s, 1);
-  const std::unique_ptr<StateDelta> delta = kv.TakeDelta();
+  const std::unique_ptr<StateDelta> delta = AllChangedDelta(keys);
   std::string buffer;
   size_t bytes = 0;
   for (auto _ : state) {
