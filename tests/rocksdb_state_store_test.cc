@@ -154,6 +154,46 @@ TEST(RocksDbStateStoreTest, CheckpointOfEmptyDeltaIsAnEmptyOpenableSnapshot) {
   EXPECT_TRUE(SnapshotEntries(scratch / "chk").empty());
 }
 
+TEST(RocksDbStateStoreTest, KeyDeletedAfterACheckpointIsGoneFromTheNextAndItsRestore) {
+  ScratchDir scratch;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = CreateStore(scratch / "work");
+  Checkpoint(&state, store.get(), {{"a", 1}, {"b", 2}, {"c", 3}}, scratch / "chk-1");
+  state.Delete("b");
+  Checkpoint(&state, store.get(), {{"d", 4}}, scratch / "chk-2");
+  EXPECT_EQ(SnapshotEntries(scratch / "chk-1"), (Entries{{"a", 1}, {"b", 2}, {"c", 3}}));
+  EXPECT_EQ(SnapshotEntries(scratch / "chk-2"), (Entries{{"a", 1}, {"c", 3}, {"d", 4}}));
+  KeyedInt64State restored(kMaxParallelism, kAllGroups);
+  auto again = RestoreStore({{scratch / "chk-2", kAllGroups}}, scratch / "restored", &restored);
+  EXPECT_EQ(StateEntries(restored), (Entries{{"a", 1}, {"c", 3}, {"d", 4}}));
+}
+
+// A delta listing a key twice (TakeDelta and Merge never make one, but the store does not rely
+// on it): the later entry wins, whether it sets or deletes the key.
+TEST(RocksDbStateStoreTest, LaterEntryForAKeyListedTwiceInOneDeltaWins) {
+  ScratchDir scratch;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = CreateStore(scratch / "work");
+  Checkpoint(&state, store.get(), {{"gone", 5}}, scratch / "chk-1");
+  StateDelta delta;
+  auto add = [&](std::string_view key, int64_t value, bool deleted) {
+    delta.entries.push_back(StateDelta::Entry{GroupOf(key), deleted, static_cast<uint32_t>(key.size()),
+                                              delta.keys.size(), value});
+    delta.keys.append(key);
+  };
+  add("x", 1, false);
+  add("gone", 6, false);
+  add("y", 2, false);
+  add("x", 3, false);
+  add("gone", 0, true);
+  add("y", 0, true);
+  add("y", 4, false);
+  uint64_t bytes = 0;
+  Status st = store->PersistAndCheckpoint(delta, scratch / "chk-2", &bytes);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(SnapshotEntries(scratch / "chk-2"), (Entries{{"x", 3}, {"y", 4}}));
+}
+
 TEST(RocksDbStateStoreTest, CreateRefusesAnExistingDirectory) {
   ScratchDir scratch;
   std::unique_ptr<RocksDbStateStore> store;
