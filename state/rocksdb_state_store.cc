@@ -224,18 +224,35 @@ struct OrderedEntry {
   uint32_t index;   // into StateDelta::entries
 };
 void EncodeValue(int64_t value, char out[kValueSize]);
+// Default-state entries written into `db` as one table file built beside the database
+// (`<db>.<suffix>.sst`, its own options) and ingested (moved: a hard link) into it: the table a
+// flush of the same entries written to the memtable would make, without the memtable. Add()
+// takes keys in strictly ascending stored order (key group, then key bytes); Finish() fsyncs
+// and ingests the file (nothing when nothing was added). The file is removed either way.
+class DefaultStateIngest {
+ public:
+  DefaultStateIngest(rocksdb::DB* db, std::string_view suffix);
+  ~DefaultStateIngest();
+  Status Add(uint32_t key_group, std::string_view key, int64_t value, bool deleted);
+  Status Finish();
+
+ private:
+  rocksdb::DB* const db_;
+  const std::string file_;
+  std::unique_ptr<rocksdb::SstFileWriter> writer_;  // opened by the first Add
+  std::string key_;
+};
 // Writes the default-state entries of `delta` (in `order`: RocksDB's key order, ties by
-// position) into `db` as one table file built beside the database (`dir`.ingest.sst) and
-// ingested (moved) into it; a later entry for a key wins. What a flush of the same entries
-// written to the memtable would make, without the memtable.
-Status IngestSorted(rocksdb::DB* db, const rocksdb::Options& options, const std::string& dir, const StateDelta& delta,
-                    const std::vector<OrderedEntry>& order);
+// position) into `db` through a DefaultStateIngest; a later entry for a key wins.
+Status IngestSorted(rocksdb::DB* db, const StateDelta& delta, const std::vector<OrderedEntry>& order);
 
 using FamilyFn = std::function<Status(std::string_view state, rocksdb::ColumnFamilyHandle** cf)>;
 
 // Applies the changelog segments `paths` (in write order) to `db`, coalesced and in key order
-// (CoalesceChangelogSegments), in batches (no WAL); `family` gives the column family of a named
-// state, made when missing. With `stop`, gives up (Aborted) once it is set, between batches.
+// (CoalesceChangelogSegments): the default state's entries as one ingested table file
+// (DefaultStateIngest), the named states' in batches (no WAL); `family` gives the column family
+// of a named state, made when missing. With `stop`, gives up (Aborted) once it is set, every
+// kRestoreBatchEntries entries (before the table file is ingested) and between batches.
 Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family,
                      const std::atomic<bool>* stop = nullptr);
 
@@ -290,20 +307,30 @@ Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, con
   CAIRN_RETURN_IF_ERROR(CoalesceChangelogSegments(paths, &buffers, &entries, stop));
   auto stopped = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
   if (stopped()) return Status::Aborted("stopped");
+  // The default state's entries come first (its state name is empty), in stored key order:
+  // one ingested table file. The named states' go into write batches.
+  size_t i = 0;
+  {
+    DefaultStateIngest ingest(db, "apply");
+    for (; i < entries.size() && entries[i].state.empty(); ++i) {
+      const ChangelogEntry& e = entries[i];
+      CAIRN_RETURN_IF_ERROR(ingest.Add(e.key_group, e.key, e.int64, e.deleted).WithContext(
+          "changelog segments up to " + paths.back()));
+      if ((i + 1) % kRestoreBatchEntries == 0 && stopped()) return Status::Aborted("stopped");
+    }
+    CAIRN_RETURN_IF_ERROR(ingest.Finish().WithContext("changelog segments up to " + paths.back()));
+    if (stopped()) return Status::Aborted("stopped");
+  }
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
   rocksdb::WriteBatch batch;
-  std::string key;
-  char value[kValueSize];
   std::string_view last_state;
   rocksdb::ColumnFamilyHandle* cf = db->DefaultColumnFamily();
-  for (size_t i = 0; i < entries.size(); ++i) {
+  for (; i < entries.size(); ++i) {
     const ChangelogEntry& e = entries[i];
     rocksdb::Status s;
     if (e.state.empty()) {
-      key = EncodeKey(e.key_group, e.key);
-      EncodeValue(e.int64, value);
-      s = e.deleted ? batch.Delete(key) : batch.Put(key, rocksdb::Slice(value, kValueSize));
+      return Status::Corruption("changelog segments up to " + paths.back() + " hold entries out of order");
     } else {
       if (e.state != last_state) {
         StateDescriptor d;
@@ -411,15 +438,46 @@ void EncodeValue(int64_t value, char out[kValueSize]) {
   for (size_t i = 0; i < kValueSize; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
 
-Status IngestSorted(rocksdb::DB* db, const rocksdb::Options& options, const std::string& dir, const StateDelta& delta,
-                    const std::vector<OrderedEntry>& order) {
-  const std::string file = dir + ".ingest.sst";
-  ::unlink(file.c_str());  // left by a crash: nothing refers to it
-  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options, db->DefaultColumnFamily());
-  rocksdb::Status s = writer.Open(file);
-  if (!s.ok()) return FromRocks(s, "cannot create", file);
-  std::string key;
-  char value[kValueSize];
+DefaultStateIngest::DefaultStateIngest(rocksdb::DB* db, std::string_view suffix)
+    : db_(db), file_(db->GetName() + "." + std::string(suffix) + ".sst") {}
+
+DefaultStateIngest::~DefaultStateIngest() {
+  writer_.reset();
+  ::unlink(file_.c_str());  // unfinished, or left by a crash: nothing refers to it
+}
+
+Status DefaultStateIngest::Add(uint32_t key_group, std::string_view key, int64_t value, bool deleted) {
+  if (writer_ == nullptr) {
+    ::unlink(file_.c_str());
+    writer_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), db_->GetOptions(db_->DefaultColumnFamily()),
+                                                      db_->DefaultColumnFamily());
+    rocksdb::Status s = writer_->Open(file_);
+    if (!s.ok()) return FromRocks(s, "cannot create", file_);
+  }
+  key_ = EncodeKey(key_group, key);
+  char v[kValueSize];
+  EncodeValue(value, v);
+  rocksdb::Status s = deleted ? writer_->Delete(key_) : writer_->Put(key_, rocksdb::Slice(v, kValueSize));
+  if (!s.ok()) return FromRocks(s, "cannot write", file_);
+  return Status::OK();
+}
+
+Status DefaultStateIngest::Finish() {
+  if (writer_ == nullptr) return Status::OK();
+  rocksdb::Status s = writer_->Finish();  // fsyncs the file
+  writer_.reset();
+  if (!s.ok()) return FromRocks(s, "cannot finish", file_);
+  rocksdb::IngestExternalFileOptions io;
+  io.move_files = true;           // a hard link, not a copy
+  io.write_global_seqno = false;  // the sequence number goes to the MANIFEST, not into the file
+  io.verify_file_checksum = false;
+  s = db_->IngestExternalFile({file_}, io);
+  if (!s.ok()) return FromRocks(s, "cannot ingest keyed state into", db_->GetName());
+  return Status::OK();
+}
+
+Status IngestSorted(rocksdb::DB* db, const StateDelta& delta, const std::vector<OrderedEntry>& order) {
+  DefaultStateIngest ingest(db, "ingest");
   // The entries and their keys are read in key order, at random addresses: the entry 16 and
   // the key 8 places ahead are already on their way to the cache.
   const size_t n = order.size();
@@ -432,21 +490,9 @@ Status IngestSorted(rocksdb::DB* db, const rocksdb::Options& options, const std:
       const StateDelta::Entry& next = delta.entries[order[i + 1].index];
       if (next.key_group == e.key_group && delta.key(next) == k) continue;
     }
-    key = EncodeKey(e.key_group, k);
-    EncodeValue(e.value, value);
-    s = e.deleted ? writer.Delete(key) : writer.Put(key, rocksdb::Slice(value, kValueSize));
-    if (!s.ok()) return FromRocks(s, "cannot write", file);
+    CAIRN_RETURN_IF_ERROR(ingest.Add(e.key_group, k, e.value, e.deleted));
   }
-  s = writer.Finish();  // fsyncs the file
-  if (!s.ok()) return FromRocks(s, "cannot finish", file);
-  rocksdb::IngestExternalFileOptions io;
-  io.move_files = true;            // a hard link, not a copy
-  io.write_global_seqno = false;   // the sequence number goes to the MANIFEST, not into the file
-  io.verify_file_checksum = false;
-  s = db->IngestExternalFile({file}, io);
-  ::unlink(file.c_str());  // the database holds its own link
-  if (!s.ok()) return FromRocks(s, "cannot ingest keyed state into", dir);
-  return Status::OK();
+  return ingest.Finish();
 }
 
 // Decodes one stored entry; Corruption naming `dir` when its shape is wrong.
@@ -820,7 +866,7 @@ Status RocksDbStateStore::PersistAndCheckpoint(const StateDelta& delta, const st
     if (delta.named.empty()) {
       // The default state only (the word count's): the sorted entries become one table file,
       // ingested, instead of memtable inserts and a flush that writes the same file.
-      CAIRN_RETURN_IF_ERROR(IngestSorted(db_, WorkDbOptions(options_), dir_, delta, order));
+      CAIRN_RETURN_IF_ERROR(IngestSorted(db_, delta, order));
     } else {
       rocksdb::WriteBatch batch;
       std::string key;
