@@ -234,9 +234,13 @@ class DefaultStateIngest {
   DefaultStateIngest(rocksdb::DB* db, std::string_view suffix);
   ~DefaultStateIngest();
   Status Add(uint32_t key_group, std::string_view key, int64_t value, bool deleted);
+  // An entry as stored (EncodeKey, EncodeValue): what a scan of another database reads.
+  Status AddStored(const rocksdb::Slice& key, const rocksdb::Slice& value);
   Status Finish();
 
  private:
+  Status Open();  // the writer, at the first entry
+
   rocksdb::DB* const db_;
   const std::string file_;
   std::unique_ptr<rocksdb::SstFileWriter> writer_;  // opened by the first Add
@@ -446,18 +450,29 @@ DefaultStateIngest::~DefaultStateIngest() {
   ::unlink(file_.c_str());  // unfinished, or left by a crash: nothing refers to it
 }
 
+Status DefaultStateIngest::Open() {
+  if (writer_ != nullptr) return Status::OK();
+  ::unlink(file_.c_str());
+  writer_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), db_->GetOptions(db_->DefaultColumnFamily()),
+                                                    db_->DefaultColumnFamily());
+  rocksdb::Status s = writer_->Open(file_);
+  if (!s.ok()) return FromRocks(s, "cannot create", file_);
+  return Status::OK();
+}
+
 Status DefaultStateIngest::Add(uint32_t key_group, std::string_view key, int64_t value, bool deleted) {
-  if (writer_ == nullptr) {
-    ::unlink(file_.c_str());
-    writer_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), db_->GetOptions(db_->DefaultColumnFamily()),
-                                                      db_->DefaultColumnFamily());
-    rocksdb::Status s = writer_->Open(file_);
-    if (!s.ok()) return FromRocks(s, "cannot create", file_);
-  }
+  CAIRN_RETURN_IF_ERROR(Open());
   key_ = EncodeKey(key_group, key);
   char v[kValueSize];
   EncodeValue(value, v);
   rocksdb::Status s = deleted ? writer_->Delete(key_) : writer_->Put(key_, rocksdb::Slice(v, kValueSize));
+  if (!s.ok()) return FromRocks(s, "cannot write", file_);
+  return Status::OK();
+}
+
+Status DefaultStateIngest::AddStored(const rocksdb::Slice& key, const rocksdb::Slice& value) {
+  CAIRN_RETURN_IF_ERROR(Open());
+  rocksdb::Status s = writer_->Put(key, value);
   if (!s.ok()) return FromRocks(s, "cannot write", file_);
   return Status::OK();
 }
@@ -1399,6 +1414,9 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
         st = store->Family(snap.names[f], &target);
         if (!st.ok()) return fail(st);
       }
+      // The default state's entries (in key order) become one ingested table file per snapshot;
+      // named states' go through write batches.
+      DefaultStateIngest ingest(store->db_, "restore");
       std::unique_ptr<rocksdb::Iterator> it(snap.db->NewIterator(ScanOptions(), snap.handles[f]));
       for (it->Seek(seek_key); it->Valid(); it->Next()) {
         uint32_t kg;
@@ -1421,6 +1439,11 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
                                 std::string_view(it->value().data(), it->value().size()));
           if (!st.ok()) return fail(st.WithContext("keyed state snapshot " + h.dir));
         }
+        if (is_default) {
+          st = ingest.AddStored(it->key(), it->value());
+          if (!st.ok()) return fail(st);
+          continue;
+        }
         rocksdb::Status s = batch.Put(target, it->key(), it->value());
         if (!s.ok()) return fail(FromRocks(s, "cannot build write batch for", work_dir));
         if (batch.Count() >= kRestoreBatchEntries) {
@@ -1429,6 +1452,8 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
         }
       }
       if (!it->status().ok()) return fail(snap.Translate(FromRocks(it->status(), "cannot read keyed state snapshot", h.dir)));
+      st = ingest.Finish();
+      if (!st.ok()) return fail(st);
     }
   }
   st = write_batch();
