@@ -215,6 +215,8 @@ std::vector<std::string> SegmentPaths(const std::vector<SharedFileRef>& refs) {
 }
 
 std::string EncodeKey(uint32_t key_group, std::string_view key);
+// The same into *out, reusing its capacity (loops that encode a key per entry).
+void EncodeKeyInto(uint32_t key_group, std::string_view key, std::string* out);
 // The first 8 bytes of EncodeKey(key_group, key) as a big-endian number, zero-padded: of two
 // keys, the one with the smaller prefix sorts first in RocksDB's (bytewise) order; equal
 // prefixes say nothing. key_group < 65536.
@@ -332,21 +334,20 @@ Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, con
   rocksdb::ColumnFamilyHandle* cf = db->DefaultColumnFamily();
   for (; i < entries.size(); ++i) {
     const ChangelogEntry& e = entries[i];
-    rocksdb::Status s;
-    if (e.state.empty()) {
+    // CoalesceChangelogSegments sorts the default state (the empty name) before the others.
+    if (e.state.empty())
       return Status::Corruption("changelog segments up to " + paths.back() + " hold entries out of order");
-    } else {
-      if (e.state != last_state) {
-        StateDescriptor d;
-        if (!StateDescriptor::Decode(e.state, &d))
-          return Status::Corruption("changelog segment " + paths.back() + " or before holds an unknown state '" +
-                                    std::string(e.state) + "'");
-        CAIRN_RETURN_IF_ERROR(family(e.state, &cf));
-        last_state = e.state;
-      }
-      const rocksdb::Slice k(e.key.data(), e.key.size());
-      s = e.deleted ? batch.Delete(cf, k) : batch.Put(cf, k, rocksdb::Slice(e.value.data(), e.value.size()));
+    if (e.state != last_state) {
+      StateDescriptor d;
+      if (!StateDescriptor::Decode(e.state, &d))
+        return Status::Corruption("changelog segment " + paths.back() + " or before holds an unknown state '" +
+                                  std::string(e.state) + "'");
+      CAIRN_RETURN_IF_ERROR(family(e.state, &cf));
+      last_state = e.state;
     }
+    const rocksdb::Slice k(e.key.data(), e.key.size());
+    rocksdb::Status s =
+        e.deleted ? batch.Delete(cf, k) : batch.Put(cf, k, rocksdb::Slice(e.value.data(), e.value.size()));
     if (!s.ok()) return FromRocks(s, "cannot build write batch from", paths.back());
     if (batch.Count() >= kRestoreBatchEntries || i + 1 == entries.size()) {
       s = db->Write(wo, &batch);
@@ -423,11 +424,16 @@ std::string RandomToken() {
 
 std::string EncodeKey(uint32_t key_group, std::string_view key) {
   std::string k;
-  k.reserve(kKeyGroupPrefixSize + key.size());
-  k.push_back(static_cast<char>((key_group >> 8) & 0xff));
-  k.push_back(static_cast<char>(key_group & 0xff));
-  k.append(key);
+  EncodeKeyInto(key_group, key, &k);
   return k;
+}
+
+void EncodeKeyInto(uint32_t key_group, std::string_view key, std::string* out) {
+  out->clear();
+  out->reserve(kKeyGroupPrefixSize + key.size());
+  out->push_back(static_cast<char>((key_group >> 8) & 0xff));
+  out->push_back(static_cast<char>(key_group & 0xff));
+  out->append(key);
 }
 
 uint64_t KeyOrderPrefix(uint32_t key_group, std::string_view key) {
@@ -462,7 +468,7 @@ Status DefaultStateIngest::Open() {
 
 Status DefaultStateIngest::Add(uint32_t key_group, std::string_view key, int64_t value, bool deleted) {
   CAIRN_RETURN_IF_ERROR(Open());
-  key_ = EncodeKey(key_group, key);
+  EncodeKeyInto(key_group, key, &key_);
   char v[kValueSize];
   EncodeValue(value, v);
   rocksdb::Status s = deleted ? writer_->Delete(key_) : writer_->Put(key_, rocksdb::Slice(v, kValueSize));
@@ -888,7 +894,7 @@ Status RocksDbStateStore::PersistAndCheckpoint(const StateDelta& delta, const st
       char value[kValueSize];
       for (const OrderedEntry& o : order) {
         const StateDelta::Entry& e = delta.entries[o.index];
-        key = EncodeKey(e.key_group, delta.key(e));
+        EncodeKeyInto(e.key_group, delta.key(e), &key);
         EncodeValue(e.value, value);
         rocksdb::Status s = e.deleted ? batch.Delete(key) : batch.Put(key, rocksdb::Slice(value, kValueSize));
         if (!s.ok()) return FromRocks(s, "cannot build write batch for", dir_);
