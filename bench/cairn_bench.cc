@@ -32,6 +32,7 @@
 #include "bench/rebalance_bench.h"
 #include "bench/process_runner.h"
 #include "bench/throughput_plot.h"
+#include "engine/base/allocator.h"
 #include "engine/base/file_util.h"
 #include "state/checkpoint_layout.h"
 
@@ -194,6 +195,8 @@ bool ParseFlags(int argc, char** argv, Flags* f, int* rc) {
 int BaselineMain(const std::vector<std::string>& args) {
   if (args.size() != 2) return UsageError("baseline needs INPUT and OUTPUT (or --count-only)");
   const bool count_only = args[1] == "--count-only";
+  // The allocator setting the engine's binary runs with (CairnMain): a fair baseline.
+  KeepLargeAllocationsInHeap();
   BaselineResult r;
   Status s = RunBaselineWordCount(args[0], count_only ? "" : args[1], count_only, &r);
   if (!s.ok()) {

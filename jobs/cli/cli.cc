@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/base/allocator.h"
 #include "engine/base/crash_points.h"
 #include "engine/runtime/execution_plan.h"
 #include "engine/base/file_util.h"
@@ -564,6 +565,7 @@ int CmdDebug(const std::vector<std::string>& args) {
 }  // namespace
 
 int CairnMain(int argc, char** argv) {
+  KeepLargeAllocationsInHeap();  // best effort; see engine/base/allocator.h
   std::string err;
   if (!InitCrashPoints(&err) || !InitStorageFaults(&err)) {
     fprintf(stderr, "cairn: %s\n", err.c_str());

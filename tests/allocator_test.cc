@@ -1,0 +1,83 @@
+#include "engine/base/allocator.h"
+
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace cairn {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizer = true;  // the sanitizer's allocator: mallopt does nothing
+#else
+constexpr bool kSanitizer = false;
+#endif
+
+constexpr size_t kBlock = 8 << 20;  // a checkpoint delta of ~350K entries
+
+// A block of kBlock bytes, written to and published through a volatile pointer: the compiler
+// may neither drop the allocation nor move it past the mallinfo2() that follows.
+char* volatile published_block = nullptr;
+char* TouchedBlock() {
+  char* p = static_cast<char*>(std::malloc(kBlock));
+  std::memset(p, 1, kBlock);
+  published_block = p;
+  return published_block;
+}
+
+// Each case runs in a child process (EXPECT_EXIT forks): the setting is process-wide, and the
+// child's exit code says whether its checks held.
+
+TEST(Allocator, KeepsAMultiMegabyteBlockInTheHeapInsteadOfMappingIt) {
+  if (kSanitizer) GTEST_SKIP() << "the sanitizer's allocator ignores mallopt";
+  EXPECT_EXIT(
+      {
+        unsetenv("GLIBC_TUNABLES");
+        if (!KeepLargeAllocationsInHeap()) std::_Exit(1);
+        const size_t mapped_before = mallinfo2().hblks;
+        char* p = TouchedBlock();
+        const size_t mapped_with_block = mallinfo2().hblks;
+        std::free(p);
+        // Freed, it stays in the heap: the next block of that size needs no fresh pages.
+        std::_Exit(mapped_with_block == mapped_before ? 0 : 2);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(Allocator, MapsSuchABlockWithGlibcsDefaults) {
+  // The contrast: what the setting changes (glibc maps blocks from 128 KiB up until a free
+  // raises its threshold; a fresh child process has freed none that large).
+  if (kSanitizer) GTEST_SKIP() << "the sanitizer's allocator ignores mallopt";
+  EXPECT_EXIT(
+      {
+        const size_t mapped_before = mallinfo2().hblks;
+        char* p = TouchedBlock();
+        const size_t mapped_with_block = mallinfo2().hblks;
+        std::free(p);
+        std::_Exit(mapped_with_block == mapped_before + 1 ? 0 : 2);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(Allocator, LeavesMallocAloneWhenGlibcTunablesNamesAMallocSetting) {
+  EXPECT_EXIT(
+      {
+        setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=512:glibc.malloc.trim_threshold=1048576", 1);
+        std::_Exit(KeepLargeAllocationsInHeap() ? 2 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(Allocator, AppliesWhenGlibcTunablesNamesNoMallocSetting) {
+  EXPECT_EXIT(
+      {
+        setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=512", 1);
+        std::_Exit(KeepLargeAllocationsInHeap() == !kSanitizer ? 0 : 2);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace cairn
