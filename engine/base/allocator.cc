@@ -10,12 +10,14 @@
 namespace cairn {
 
 bool KeepLargeAllocationsInHeap() {
-#if defined(__GLIBC__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return false;  // the sanitizer's allocator replaces malloc; glibc's settings would not apply
+#elif defined(__GLIBC__)
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) return false;
-  constexpr int kMmapThreshold = 32 << 20;   // HEAP_MAX_SIZE / 2 on 64 bits: mallopt's limit
+  constexpr int kMmapThreshold = 32 << 20;  // HEAP_MAX_SIZE / 2 on 64 bits: mallopt's limit
   constexpr int kTrimThreshold = 256 << 20;
-  // mallopt returns 1 on success; ASan's and TSan's interceptors return 0 and do nothing.
+  // mallopt returns 1 on success.
   return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
 #else
   return false;

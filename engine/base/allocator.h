@@ -17,7 +17,8 @@ namespace cairn {
 // Call it once, early in main() and before threads start; CairnMain does (the `cairn` binary,
 // and the programs built on the C++ API that hand it their main()). It leaves malloc alone, and
 // returns false, when the environment's GLIBC_TUNABLES already names a glibc.malloc setting
-// (the user's choice wins), or where mallopt refuses (a sanitizer's allocator, another libc).
+// (the user's choice wins), in ASan and TSan builds (their allocator replaces malloc), and
+// where mallopt refuses or the C library is not glibc.
 bool KeepLargeAllocationsInHeap();
 
 }  // namespace cairn
