@@ -61,24 +61,22 @@ TEST(Allocator, MapsSuchABlockWithGlibcsDefaults) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// Exits 1 when KeepLargeAllocationsInHeap applies with GLIBC_TUNABLES set to `tunables`, 0
+// when it leaves malloc alone (run in a child: EXPECT_EXIT).
+[[noreturn]] void ExitWithWhetherItApplies(const char* tunables) {
+  setenv("GLIBC_TUNABLES", tunables, 1);
+  std::_Exit(KeepLargeAllocationsInHeap() ? 1 : 0);
+}
+
 TEST(Allocator, LeavesMallocAloneWhenGlibcTunablesNamesAMallocSetting) {
   if (kSanitizer) GTEST_SKIP() << "no death tests under the sanitizers (SanitizerBuildsLeaveMallocAlone)";
-  EXPECT_EXIT(
-      {
-        setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=512:glibc.malloc.trim_threshold=1048576", 1);
-        std::_Exit(KeepLargeAllocationsInHeap() ? 2 : 0);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(ExitWithWhetherItApplies("glibc.rtld.optional_static_tls=512:glibc.malloc.trim_threshold=1048576"),
+              ::testing::ExitedWithCode(0), "");
 }
 
 TEST(Allocator, AppliesWhenGlibcTunablesNamesNoMallocSetting) {
   if (kSanitizer) GTEST_SKIP() << "no death tests under the sanitizers (SanitizerBuildsLeaveMallocAlone)";
-  EXPECT_EXIT(
-      {
-        setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=512", 1);
-        std::_Exit(KeepLargeAllocationsInHeap() ? 0 : 2);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(ExitWithWhetherItApplies("glibc.rtld.optional_static_tls=512"), ::testing::ExitedWithCode(1), "");
 }
 
 TEST(Allocator, SanitizerBuildsLeaveMallocAlone) {
