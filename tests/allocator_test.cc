@@ -9,7 +9,15 @@
 namespace cairn {
 namespace {
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CAIRN_SANITIZED_ALLOCATOR 1  // clang's ASan or TSan
+#endif
+#endif
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CAIRN_SANITIZED_ALLOCATOR 1  // GCC's
+#endif
+#if defined(CAIRN_SANITIZED_ALLOCATOR)
 constexpr bool kSanitizer = true;  // the sanitizer's allocator: mallopt does nothing
 #else
 constexpr bool kSanitizer = false;

@@ -7,10 +7,19 @@
 #include <malloc.h>
 #endif
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CAIRN_SANITIZED_ALLOCATOR 1  // clang's ASan or TSan
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CAIRN_SANITIZED_ALLOCATOR 1  // GCC's
+#endif
+
 namespace cairn {
 
 bool KeepLargeAllocationsInHeap() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(CAIRN_SANITIZED_ALLOCATOR)
   return false;  // the sanitizer's allocator replaces malloc; glibc's settings would not apply
 #elif defined(__GLIBC__)
   const char* tunables = std::getenv("GLIBC_TUNABLES");
