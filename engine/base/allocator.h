@@ -1,7 +1,24 @@
 #ifndef CAIRN_ENGINE_BASE_ALLOCATOR_H_
 #define CAIRN_ENGINE_BASE_ALLOCATOR_H_
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CAIRN_SANITIZED_ALLOCATOR 1  // clang's ASan or TSan
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CAIRN_SANITIZED_ALLOCATOR 1  // GCC's
+#endif
+
 namespace cairn {
+
+// Whether this build's malloc is a sanitizer's (ASan or TSan, under GCC or clang), which
+// replaces glibc's and ignores its settings.
+#if defined(CAIRN_SANITIZED_ALLOCATOR)
+inline constexpr bool kSanitizedAllocator = true;
+#else
+inline constexpr bool kSanitizedAllocator = false;
+#endif
 
 // Process-wide: has glibc's malloc keep the large buffers a job allocates and frees over and
 // over (a checkpoint's delta and segment buffer, a growing table's old slots) in its
