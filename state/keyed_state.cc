@@ -63,6 +63,7 @@ uint64_t NewSalt() {
 
 }  // namespace
 
+// All zero bytes is an empty slot: a new table's slots come zeroed (ZeroedArray), not constructed.
 struct KeyedInt64State::Slot {
   uint64_t hash = 0;
   const char* key = nullptr;
@@ -97,14 +98,14 @@ const char* KeyedInt64State::StoreKey(std::string_view key) {
   if (key.empty()) return kEmptyKey;
   if (key.size() > UINT32_MAX) throw std::length_error("KeyedInt64State: key longer than 4 GiB");
   if (key.size() > kOwnBlockThreshold) {
-    arena_blocks_->push_back(std::make_unique<char[]>(key.size()));
-    char* p = arena_blocks_->back().get();
+    arena_blocks_->emplace_back(key.size());
+    char* p = arena_blocks_->back().begin();
     std::memcpy(p, key.data(), key.size());
     return p;
   }
   if (key.size() > arena_left_) {
-    arena_blocks_->push_back(std::make_unique<char[]>(kArenaBlockSize));
-    arena_ptr_ = arena_blocks_->back().get();
+    arena_blocks_->emplace_back(kArenaBlockSize);  // populated at once: its keys fill it soon
+    arena_ptr_ = arena_blocks_->back().begin();
     arena_left_ = kArenaBlockSize;
   }
   char* p = arena_ptr_;
@@ -158,9 +159,8 @@ void KeyedInt64State::Grow() {
 }
 
 void KeyedInt64State::Rehash(size_t n) {
-  std::vector<Slot> old;
-  old.swap(slots_);
-  slots_.resize(n);
+  ZeroedArray<Slot> old(std::move(slots_));
+  slots_ = ZeroedArray<Slot>(n);
   SetGeometry();
   // Slots move, so the dirty bits are rebuilt from the flags (same set, new indices).
   dirty_bits_.assign(n / 64, 0);
@@ -179,7 +179,7 @@ void KeyedInt64State::Reserve(size_t n) {
     size_t slots = slots_.size();
     while (GrowThreshold(slots) < n) slots *= 2;
     if (slots == slots_.size()) return;
-    slots_.assign(slots, Slot{});
+    slots_ = ZeroedArray<Slot>(slots);
     dirty_bits_.assign(slots / 64, 0);
     dirty_count_ = 0;
     SetGeometry();

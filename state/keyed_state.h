@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/base/allocator.h"
 #include "engine/base/key_groups.h"
 #include "engine/base/status.h"
 
@@ -171,7 +172,8 @@ class KeyedInt64State {
   static constexpr uint64_t kHomeMultiplier = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio, odd
   uint64_t salt_;  // random per table (or adopted: AdoptSlotOrder)
   bool adopted_salt_ = false;  // salt_ is another table's (AdoptSlotOrder), not yet replaced
-  std::vector<Slot> slots_;
+  // Fresh tables come zeroed and populated (engine/base/allocator.h): an all-zero Slot is empty.
+  ZeroedArray<Slot> slots_;
   // Derived from slots_.size() by SetGeometry():
   size_t mask_ = 0;
   unsigned shift_ = 0;  // 64 - log2(slots_.size())
@@ -180,8 +182,7 @@ class KeyedInt64State {
   size_t removed_ = 0;    // used slots whose key was removed
   // Shared with the deltas that reference its keys (StateDelta::key_owner); only this table
   // appends to it (the task thread), and existing blocks never change.
-  std::shared_ptr<std::vector<std::unique_ptr<char[]>>> arena_blocks_ =
-      std::make_shared<std::vector<std::unique_ptr<char[]>>>();
+  std::shared_ptr<std::vector<ZeroedArray<char>>> arena_blocks_ = std::make_shared<std::vector<ZeroedArray<char>>>();
   char* arena_ptr_ = nullptr;
   size_t arena_left_ = 0;
   // One bit per slot, set for the slots changed since the last TakeDelta (the Slot's dirty flag

@@ -1,13 +1,27 @@
 #include "engine/base/allocator.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace cairn {
+namespace {
+
+#if defined(MADV_POPULATE_WRITE)
+constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvPopulateWrite = 23;  // Linux 5.14's value, for older headers
+#endif
+
+}  // namespace
 
 bool KeepLargeAllocationsInHeap() {
   if (kSanitizedAllocator) return false;  // the sanitizer's malloc ignores glibc's settings
@@ -21,6 +35,24 @@ bool KeepLargeAllocationsInHeap() {
 #else
   return false;
 #endif
+}
+
+bool PopulatePages(void* p, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
+  if (last <= first) return true;
+  return madvise(reinterpret_cast<void*>(first), last - first, kMadvPopulateWrite) == 0;
+}
+
+void* AllocateZeroed(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  void* p = std::malloc(bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  // A hint: where the kernel refuses, the pages fault in below, as without it.
+  if (bytes >= kPopulateMinBytes) PopulatePages(p, bytes);
+  std::memset(p, 0, bytes);
+  return p;
 }
 
 }  // namespace cairn
