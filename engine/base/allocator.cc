@@ -47,11 +47,9 @@ bool PopulatePages(void* p, size_t bytes) {
 
 void* AllocateZeroed(size_t bytes) {
   if (bytes == 0) bytes = 1;
-  void* p = std::malloc(bytes);
+  void* p = std::calloc(1, bytes);
   if (p == nullptr) throw std::bad_alloc();
-  // A hint: where the kernel refuses, the pages fault in below, as without it.
   if (bytes >= kPopulateMinBytes) PopulatePages(p, bytes);
-  std::memset(p, 0, bytes);
   return p;
 }
 

@@ -44,12 +44,12 @@ inline constexpr bool kSanitizedAllocator = false;
 bool KeepLargeAllocationsInHeap();
 
 // Zeroed memory for an array that is about to be written all over (a hash table's slots, its
-// key arena): `bytes` of zero bytes from malloc, never null (std::bad_alloc when there is no
-// memory); free it with std::free. From kPopulateMinBytes on, the block's pages that are not
-// yet in place (a block from fresh memory, not one malloc recycles) are filled in with one
-// madvise(MADV_POPULATE_WRITE) call before they are cleared, instead of taking a page fault at
-// each 4 KiB first touched: on this project's 2-core VMs a fault costs ~10 us, so 32 MiB
-// touched page by page took 88 ms and populated 6 ms (docs/benchmarks.md, twelfth round).
+// key arena): `bytes` of zero bytes from calloc, never null (std::bad_alloc when there is no
+// memory); free it with std::free. From kPopulateMinBytes on, the block's whole pages that are
+// not yet in place (fresh memory, not a block malloc recycles) are then filled in with one
+// madvise(MADV_POPULATE_WRITE) call, instead of taking a page fault at each 4 KiB first
+// written: on this project's 2-core VMs a fault costs ~10 us, so 32 MiB written page by page
+// took 88 ms and populated 6 ms (docs/benchmarks.md, twelfth round).
 inline constexpr size_t kPopulateMinBytes = size_t{1} << 20;
 void* AllocateZeroed(size_t bytes);
 
