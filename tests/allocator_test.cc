@@ -87,8 +87,8 @@ struct Cell {
   bool flag = false;
 };
 
-// Every element of `v` reads as value-initialized; then every byte is written (ASan checks the
-// bounds of the heap blocks) and read back.
+// Every element of `v` reads as value-initialized; then every element is written (ASan checks
+// the block's bounds) and read back.
 void ExpectZeroedAndWritable(ZeroedArray<Cell>& v) {
   for (const Cell& c : v) {
     ASSERT_EQ(c.a, 0u);

@@ -59,9 +59,10 @@ void* AllocateZeroed(size_t bytes);
 // first touched, as they would have anyway.
 bool PopulatePages(void* p, size_t bytes);
 
-// A fixed-size array of `size` value-initialized T from AllocateZeroed, for element types whose
-// value-initialized state is all zero bytes (a checked precondition of the owner, not of this
-// class: T must be trivially copyable and its default member initializers all zero). Move-only.
+// A fixed-size array of `size` T from AllocateZeroed, move-only. For element types that are
+// trivially copyable and destructible (checked) and whose value-initialized state is all zero
+// bytes (the owner's to ensure: every default member initializer zero), so that the elements
+// start value-initialized without being constructed.
 template <typename T>
 class ZeroedArray {
  public:
