@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/dataflow/channel.h"
+#include "engine/dataflow/operator_capabilities.h"
 #include "engine/base/file_util.h"
 #include "jobs/job_spec.h"
 #include "engine/base/key_groups.h"
@@ -370,6 +371,29 @@ void BM_CountOperator(benchmark::State& state) {
   state.SetItemsProcessed(items);
 }
 BENCHMARK(BM_CountOperator);
+
+// The end-of-run summary (RunSummary::top_keys): the count operator's 10 largest keys over a
+// table of range(0) keys, as the job runner asks for them once all subtasks have finished.
+void BM_CountTopKeys(benchmark::State& state) {
+  const std::vector<std::string> k = DistinctKeys(static_cast<size_t>(state.range(0)));
+  KeyedInt64State kv(kMaxParallelism, KeyGroupRange{0, kMaxParallelism - 1});
+  for (size_t i = 0; i < k.size(); ++i) kv.Add(k[i], static_cast<int64_t>(i % 1000) + 1);
+  OperatorConfig oc;
+  oc.key_by = {"key"};
+  std::unique_ptr<Operator> count = FindOperatorType("count")->create(oc);
+  OperatorContext ctx;
+  ctx.keyed_state = &kv;
+  Check(count->Open(ctx), state);
+  const auto* summary = dynamic_cast<const KeyedSummary*>(count.get());
+  std::vector<std::pair<std::string, int64_t>> top;
+  for (auto _ : state) {
+    top.clear();
+    summary->TopKeys(10, &top);
+    if (top.size() != 10 || top[0].second != 1000) state.SkipWithError("wrong top keys");
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_CountTopKeys)->Arg(1000000)->Arg(2200000)->Unit(benchmark::kMillisecond);
 
 // --- Synchronous snapshot: TakeDelta with range(0) of 1M keys changed -----------------------
 

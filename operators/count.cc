@@ -3,6 +3,10 @@
 // checkpoints and restores; on the heap backend the operator updates its KeyedInt64State table
 // directly (the fast path), on the RocksDB backend it goes through the ValueState.
 #include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/base/key_groups.h"
@@ -82,29 +86,23 @@ class Count final : public Operator, public KeyedSummary {
     }
     return Status::OK();
   }
+  // One pass over the keys, keeping at most a few dozen candidates: a candidate below the k-th
+  // largest value seen so far is not kept (nor, on RocksDB, copied out of the scan).
   void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const override {
-    std::vector<std::pair<int64_t, std::string_view>> all;
-    std::vector<std::string> copies;  // RocksDB: the keys outlive the scan
-    if (state_ != nullptr) {
-      all.reserve(state_->size());
-      state_->ForEach([&](std::string_view key, int64_t v) { all.emplace_back(v, key); });
-    } else {
-      std::vector<std::pair<int64_t, std::string>> best;  // the k largest, kept small
-      counts_->ForEach([&](std::string_view key, const int64_t& v) {
-        best.emplace_back(v, std::string(key));
-        if (best.size() >= 4 * k + 64) Trim(&best, k);
+    if (k == 0) return;
+    if (state_ != nullptr) {  // the keys stay in the table's arena: views are enough
+      TopK<std::string_view> top(k);
+      state_->ForEach([&](std::string_view key, int64_t v) {
+        if (top.Wants(v)) top.Add(v, key);
       });
-      Trim(&best, k);
-      copies.reserve(best.size());
-      for (auto& [v, key] : best) {
-        copies.push_back(std::move(key));
-        all.emplace_back(v, copies.back());
-      }
+      for (auto& [v, key] : top.Take()) out->emplace_back(std::string(key), v);
+    } else {  // the RocksDB scan's keys do not outlive the callback
+      TopK<std::string> top(k);
+      counts_->ForEach([&](std::string_view key, const int64_t& v) {
+        if (top.Wants(v)) top.Add(v, std::string(key));
+      });
+      for (auto& [v, key] : top.Take()) out->emplace_back(std::move(key), v);
     }
-    size_t n = std::min(k, all.size());
-    std::partial_sort(all.begin(), all.begin() + n, all.end(),
-                      [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
-    for (size_t i = 0; i < n; ++i) out->emplace_back(std::string(all[i].second), all[i].first);
   }
 
  private:
@@ -115,13 +113,41 @@ class Count final : public Operator, public KeyedSummary {
     for (size_t k = 0; k < key_at.size(); ++k) out->CopyFieldFrom(in, i, static_cast<size_t>(key_at[k]), r, k);
     out->SetInt64(r, key_at.size(), count);
   }
-  // Keeps the k entries with the largest values (ties: smallest key).
-  static void Trim(std::vector<std::pair<int64_t, std::string>>* v, size_t k) {
-    size_t n = std::min(k, v->size());
-    std::partial_sort(v->begin(), v->begin() + n, v->end(),
-                      [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
-    v->resize(n);
-  }
+  // The k entries with the largest values (ties: the smallest key), from entries offered one
+  // at a time. Candidates collect up to 4k + 64 and are then cut to the k best, whose last
+  // value becomes the floor: an entry below it can no longer make the k best (one equal to it
+  // still can, by its key).
+  template <typename Key>
+  class TopK {
+   public:
+    explicit TopK(size_t k) : k_(k), limit_(4 * k + 64) { best_.reserve(limit_); }
+    bool Wants(int64_t v) const { return !full_ || v >= floor_; }
+    void Add(int64_t v, Key key) {
+      best_.emplace_back(v, std::move(key));
+      if (best_.size() == limit_) Trim();
+    }
+    // The k best, largest first.
+    std::vector<std::pair<int64_t, Key>> Take() {
+      Trim();
+      return std::move(best_);
+    }
+
+   private:
+    void Trim() {
+      const size_t n = std::min(k_, best_.size());
+      std::partial_sort(best_.begin(), best_.begin() + static_cast<std::ptrdiff_t>(n), best_.end(),
+                        [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+      best_.resize(n);
+      if (n == k_) {
+        full_ = true;
+        floor_ = best_.back().first;
+      }
+    }
+    const size_t k_, limit_;
+    std::vector<std::pair<int64_t, Key>> best_;
+    bool full_ = false;
+    int64_t floor_ = 0;
+  };
 
   const std::vector<std::string> key_by_;
   KeySelector key_;     // of records of key_schema_

@@ -4,9 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -14,6 +16,8 @@
 
 #include "engine/base/file_util.h"
 #include "engine/base/storage_faults.h"
+#include "engine/dataflow/operator_capabilities.h"
+#include "jobs/registry.h"
 #include "state/checkpoint_layout.h"
 #include "state/heap_keyed_state.h"
 #include "state/keyed_state_api.h"
@@ -455,6 +459,48 @@ TEST_P(KeyedStateApiTest, RescaleSplitsEveryStateByKeyGroup) {
       EXPECT_EQ(seen, expected.size());
     }
   }
+}
+
+// The count operator's largest keys (the end-of-run summary) on every backend: the heap's fast
+// path and the RocksDB scan. 2,000 keys with counts 1..53, so that many tie at every count and
+// the candidates are cut many times while the scan runs; the ranking to match is computed here.
+TEST_P(KeyedStateApiTest, CountNamesItsLargestKeysWithTiesBrokenByKey) {
+  OperatorConfig config;
+  config.id = "count";
+  config.type = "count";
+  config.key_by = {"key"};
+  std::unique_ptr<Operator> count = FindOperatorType("count")->create(config);
+  OperatorContext ctx;
+  ctx.operator_id = "count";
+  ctx.keyed_state = sub_.s.int64.get();
+  ctx.keyed = sub_.keyed();
+  ASSERT_TRUE(count->Open(ctx).ok());
+  std::map<std::string, int64_t> expected_counts;
+  std::vector<std::string> words;
+  for (int i = 0; i < 2000; ++i) {
+    std::string key = "w";
+    key += std::to_string(i);
+    const int64_t n = (i * 7919) % 53 + 1;
+    expected_counts[key] = n;
+    for (int64_t j = 0; j < n; ++j) words.push_back(key);
+  }
+  std::shuffle(words.begin(), words.end(), std::mt19937(42));
+  for (size_t i = 0; i < words.size(); i += 1000) {
+    RecordBatch in, out;
+    for (size_t j = i; j < std::min(words.size(), i + 1000); ++j) in.Add(words[j]);
+    ASSERT_TRUE(count->Process(0, in, &out).ok());
+  }
+  std::vector<std::pair<std::string, int64_t>> ranked(expected_counts.begin(), expected_counts.end());
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  ranked.resize(10);
+  const auto* summary = dynamic_cast<const KeyedSummary*>(count.get());
+  ASSERT_NE(summary, nullptr);
+  std::vector<std::pair<std::string, int64_t>> top;
+  summary->TopKeys(10, &top);
+  EXPECT_EQ(top, ranked);
+  top.clear();
+  summary->TopKeys(0, &top);
+  EXPECT_TRUE(top.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, KeyedStateApiTest,
