@@ -136,7 +136,7 @@ class Count final : public Operator, public KeyedSummary {
     void Trim() {
       const size_t n = std::min(k_, best_.size());
       std::partial_sort(best_.begin(), best_.begin() + static_cast<std::ptrdiff_t>(n), best_.end(),
-                        [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+                        [](const auto& x, const auto& y) { return RanksBefore(x.first, x.second, y.first, y.second); });
       best_.resize(n);
       if (n == k_) {
         full_ = true;

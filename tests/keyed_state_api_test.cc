@@ -503,6 +503,24 @@ TEST_P(KeyedStateApiTest, CountNamesItsLargestKeysWithTiesBrokenByKey) {
   EXPECT_TRUE(top.empty());
 }
 
+// The runner merges the subtasks' lists of top keys with KeepTopKeys: the same ranking as each
+// operator's own list, cut to k.
+TEST(KeepTopKeysTest, MergesListsLargestFirstTiesBySmallerKeyAndKeepsK) {
+  std::vector<std::pair<std::string, int64_t>> keys = {{"b", 5}, {"d", 9}, {"a", 5}, {"c", 2}};
+  std::vector<std::pair<std::string, int64_t>> other = {{"e", 9}, {"ab", 5}, {"f", -1}};
+  keys.insert(keys.end(), other.begin(), other.end());
+  KeepTopKeys(5, &keys);
+  const std::vector<std::pair<std::string, int64_t>> want = {{"d", 9}, {"e", 9}, {"a", 5}, {"ab", 5}, {"b", 5}};
+  EXPECT_EQ(keys, want);
+  KeepTopKeys(10, &keys);  // fewer than k: all of them, in order
+  EXPECT_EQ(keys, want);
+  KeepTopKeys(0, &keys);
+  EXPECT_TRUE(keys.empty());
+  EXPECT_TRUE(RanksBefore(3, "z", 2, "a"));
+  EXPECT_TRUE(RanksBefore(3, "a", 3, "b"));
+  EXPECT_FALSE(RanksBefore(3, "a", 3, "a"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, KeyedStateApiTest,
                          ::testing::Values(Mode(Kind::kHeap), Mode(Kind::kRocksDb), Mode(Kind::kHeap, true)),
                          [](const ::testing::TestParamInfo<Mode>& info) { return ModeName(info.param); });

@@ -8,10 +8,12 @@
 // says otherwise.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,6 +46,19 @@ class KeyedSummary {
   // first (ties by key).
   virtual void TopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* out) const = 0;
 };
+
+// The summary's ranking of keys: the larger value first, equal values by the smaller key. Every
+// list of top keys (an operator's, a process's, a cluster's) is ordered by it.
+inline bool RanksBefore(int64_t value_a, std::string_view key_a, int64_t value_b, std::string_view key_b) {
+  return value_a != value_b ? value_a > value_b : key_a < key_b;
+}
+
+// Orders *keys by RanksBefore and keeps the first k: the top keys of several subtasks' lists.
+inline void KeepTopKeys(size_t k, std::vector<std::pair<std::string, int64_t>>* keys) {
+  std::sort(keys->begin(), keys->end(),
+            [](const auto& a, const auto& b) { return RanksBefore(a.second, a.first, b.second, b.first); });
+  if (keys->size() > k) keys->resize(k);
+}
 
 // SkippedRecords is an operator that may drop malformed input records rather than fail (a
 // file_source with on_error: skip), and counts them, for the summary `cairn run` prints and the

@@ -35,7 +35,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kPersisterThreads = 2;
-constexpr size_t kTopKeys = 10;
 
 std::atomic<int> g_interrupted{0};
 std::atomic<bool> g_dump{false};
@@ -232,10 +231,8 @@ void CollectSkipped(const std::vector<Task*>& tasks, RunSummary* summary) {
 void CollectTopKeys(const std::vector<Task*>& tasks, RunSummary* summary) {
   for (Task* t : tasks)
     for (auto& c : t->chain())
-      if (const auto* keyed = dynamic_cast<const KeyedSummary*>(c.op.get())) keyed->TopKeys(kTopKeys, &summary->top_keys);
-  std::sort(summary->top_keys.begin(), summary->top_keys.end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
-  if (summary->top_keys.size() > kTopKeys) summary->top_keys.resize(kTopKeys);
+      if (const auto* keyed = dynamic_cast<const KeyedSummary*>(c.op.get())) keyed->TopKeys(RunSummary::kTopKeys, &summary->top_keys);
+  KeepTopKeys(RunSummary::kTopKeys, &summary->top_keys);
 }
 
 int64_t WallMillisNow() {

@@ -143,7 +143,10 @@ struct RunSummary {
   uint64_t sink_records = 0;        // consumed by sinks; by all non-source tasks when none
   bool has_sinks = true;
   CheckpointStats checkpoints;
-  std::vector<std::pair<std::string, int64_t>> top_keys;  // of keyed operators, largest first
+  // The kTopKeys keys of keyed operators with the largest values, ranked by RanksBefore
+  // (engine/dataflow/operator_capabilities.h): largest first, ties by key.
+  static constexpr size_t kTopKeys = 10;
+  std::vector<std::pair<std::string, int64_t>> top_keys;
   // Malformed input records skipped (SkippedRecords operators, e.g. file_source on_error: skip),
   // checkpointed, so counted since the job first started; `counts_skipped`: some operator skips.
   uint64_t records_skipped = 0;

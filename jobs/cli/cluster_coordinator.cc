@@ -24,6 +24,7 @@
 #include "engine/base/file_util.h"
 #include "engine/base/mutex.h"
 #include "engine/checkpoint/checkpoint_coordinator.h"
+#include "engine/dataflow/operator_capabilities.h"
 #include "engine/runtime/checkpoint_dir_lock.h"
 #include "engine/runtime/deploy.h"
 #include "engine/runtime/execution_plan.h"
@@ -409,10 +410,7 @@ class Coordinator {
         summary.restarts = attempt;
         summary.top_keys = top_keys_;
         summary.stopped_with_savepoint = stop_savepoint_;
-        std::sort(summary.top_keys.begin(), summary.top_keys.end(), [](const auto& a, const auto& b) {
-          return a.second != b.second ? a.second > b.second : a.first < b.first;
-        });
-        if (summary.top_keys.size() > 10) summary.top_keys.resize(10);  // as RunJob's summary
+        KeepTopKeys(RunSummary::kTopKeys, &summary.top_keys);
         fputs(FormatSummary(spec_, summary).c_str(), stdout);
         Note(opt_, "job finished in " + std::to_string(std::chrono::duration<double>(Clock::now() - start).count()) +
                        " s on " + std::to_string(slots.size()) + " workers, " + std::to_string(attempt) + " restarts");

@@ -19,6 +19,7 @@
 #include "engine/net/transport.h"
 #include "engine/runtime/deploy.h"
 #include "engine/runtime/execution_plan.h"
+#include "engine/runtime/job_runner.h"
 #include "engine/runtime/remote_channels.h"
 #include "engine/runtime/restore.h"
 #include "engine/runtime/test_hooks.h"
@@ -35,7 +36,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 constexpr size_t kPersisterThreads = 2;
-constexpr size_t kTopKeys = 10;  // as RunJob's summary
 
 void Log(const std::string& s) { fprintf(stderr, "cairn worker %d: %s\n", static_cast<int>(getpid()), s.c_str()); }
 
@@ -95,7 +95,7 @@ class Generation : public TaskListener, public BacklogListener {
         // The largest keys of its keyed operators, for the job's summary (as RunJob's).
         std::vector<std::pair<std::string, int64_t>> top;
         for (auto& c : t->chain())
-          if (const auto* keyed = dynamic_cast<const KeyedSummary*>(c.op.get())) keyed->TopKeys(kTopKeys, &top);
+          if (const auto* keyed = dynamic_cast<const KeyedSummary*>(c.op.get())) keyed->TopKeys(RunSummary::kTopKeys, &top);
         json e{{"type", "task_ended"}, {"top", top}, {"gen", gen_}, {"task", t->index()}, {"records_in", t->records_in()},
                {"records_out", t->records_out()}, {"source", t->is_source()},
                {"sink", !t->output_gate()->has_outputs()}};
