@@ -19,7 +19,8 @@ Status StateBackend::CreateKeyed(const std::string& work_dir, uint32_t max_paral
 }
 
 Status StateBackend::RestoreKeyed(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
-                                  uint32_t max_parallelism, KeyGroupRange key_groups, KeyedSubtaskState* out) const {
+                                  uint32_t max_parallelism, KeyGroupRange key_groups, KeyedSubtaskState* out,
+                                  const std::atomic<bool>* /*stop*/) const {
   CAIRN_RETURN_IF_ERROR(
       RestoreKeyedState(snapshots, work_dir, max_parallelism, key_groups, &out->int64, &out->store));
   out->keyed = std::make_unique<HeapKeyedStateBackend>(out->int64.get());
@@ -75,7 +76,8 @@ class RocksDbStateBackend : public StateBackend {
   }
 
   Status RestoreKeyed(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
-                      uint32_t max_parallelism, KeyGroupRange key_groups, KeyedSubtaskState* out) const override {
+                      uint32_t max_parallelism, KeyGroupRange key_groups, KeyedSubtaskState* out,
+                      const std::atomic<bool>* stop) const override {
     std::unique_ptr<KeyedInt64State> int64;
     std::unique_ptr<HeapKeyedStateBackend> heap;
     if (options_.kind == StateBackendOptions::Kind::kHeap) {
@@ -84,7 +86,7 @@ class RocksDbStateBackend : public StateBackend {
     }
     std::unique_ptr<RocksDbStateStore> db;
     CAIRN_RETURN_IF_ERROR(
-        RocksDbStateStore::Restore(snapshots, work_dir, options_, key_groups, int64.get(), heap.get(), &db));
+        RocksDbStateStore::Restore(snapshots, work_dir, options_, key_groups, int64.get(), heap.get(), &db, stop));
     return Finish(std::move(db), max_parallelism, key_groups, std::move(int64), std::move(heap), out);
   }
 

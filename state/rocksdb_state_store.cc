@@ -620,10 +620,18 @@ rocksdb::ReadOptions ScanOptions() {
   return ro;
 }
 
+// Whether a restore was asked to stop (`stop` set), and the error it then returns.
+bool Stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(std::memory_order_relaxed); }
+Status RestoreStopped(const std::string& snapshot_dir) {
+  return Status::Aborted("the restore of keyed state from " + snapshot_dir + " was stopped");
+}
+
 // Loads every entry of `db` (a database restored from `snapshot_dir`) into `state` (the
-// default state) and `named` (the others), each when non-null; all must lie in `range`.
+// default state) and `named` (the others), each when non-null; all must lie in `range`. Gives
+// up (RestoreStopped) once `stop` is set, every kRestoreBatchEntries entries.
 Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRange& range, KeyedInt64State* state,
-               HeapKeyedStateBackend* named) {
+               HeapKeyedStateBackend* named, const std::atomic<bool>* stop) {
+  size_t n = 0;
   for (size_t f = 0; f < db->handles.size(); ++f) {
     const bool is_default = f == 0;
     if (is_default ? state == nullptr : named == nullptr) continue;
@@ -631,6 +639,7 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
     std::unique_ptr<LoadBatch> batch;
     if (is_default) batch = std::make_unique<LoadBatch>(state);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (++n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
       uint32_t kg;
       std::string_view key;
       int64_t value = 0;
@@ -661,9 +670,10 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
 
 // Loads the changelog segments `paths` of the snapshot `snapshot_dir` into `state` and `named`
 // (over what LoadAll loaded from its materialization), oldest first: the tables coalesce them,
-// a later entry replacing an earlier one. All must lie in `range`.
+// a later entry replacing an earlier one. All must lie in `range`. Gives up (RestoreStopped)
+// once `stop` is set, before each segment and every kRestoreBatchEntries entries.
 Status LoadSegments(const std::vector<std::string>& paths, const std::string& snapshot_dir, const KeyGroupRange& range,
-                    KeyedInt64State* state, HeapKeyedStateBackend* named) {
+                    KeyedInt64State* state, HeapKeyedStateBackend* named, const std::atomic<bool>* stop) {
   std::string buffer;
   // Into an empty table (no materialization), the salt and key count of the table that wrote
   // the newest segment first, so that loading that writer's segments listed in slot order
@@ -683,7 +693,9 @@ Status LoadSegments(const std::vector<std::string>& paths, const std::string& sn
       state->AdoptSlotOrder(t->salt, static_cast<size_t>(std::min(t->table_keys, bound)));
     }
   }
+  size_t n = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
+    if (Stopped(stop)) return RestoreStopped(snapshot_dir);
     const std::string& path = paths[i];
     const bool last = i + 1 == paths.size() && !newest.empty();
     if (!last) CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, &buffer));
@@ -695,6 +707,7 @@ Status LoadSegments(const std::vector<std::string>& paths, const std::string& sn
     // (in batches) and its removals at once; the batch is loaded before the next segment.
     LoadBatch batch(state);
     CAIRN_RETURN_IF_ERROR(ParseChangelogSegment(path, bytes, [&](const ChangelogEntry& e) -> Status {
+      if (++n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
       uint32_t kg = e.key_group;
       if (!e.state.empty()) {
         if (e.key.size() < kKeyGroupPrefixSize)
@@ -1322,7 +1335,8 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
 
 Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
                                   const StateBackendOptions& options, KeyGroupRange range, KeyedInt64State* state,
-                                  HeapKeyedStateBackend* named, std::unique_ptr<RocksDbStateStore>* out) {
+                                  HeapKeyedStateBackend* named, std::unique_ptr<RocksDbStateStore>* out,
+                                  const std::atomic<bool>* stop) {
   for (const KeyedSnapshotHandle& h : snapshots) CAIRN_RETURN_IF_ERROR(CheckSnapshotExists(h.dir));
   CAIRN_RETURN_IF_ERROR(CheckAbsent(work_dir));
   // Nothing reads RocksDB's per-thread perf counters, which it otherwise counts on every
@@ -1346,6 +1360,7 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
     CAIRN_RETURN_IF_ERROR(ReadSharedList(snap, &refs, &incremental));
     CAIRN_RETURN_IF_ERROR(CreateParentDirs(work_dir));
     Status st = incremental ? Materialize(snap, refs, work_dir) : LinkSnapshotFiles(snap, work_dir);
+    if (st.ok() && Stopped(stop)) st = RestoreStopped(snap);
     if (!st.ok()) return fail(st);
     auto db = std::make_unique<OpenedDb>();
     rocksdb::Status s = OpenFamilies(WorkDbOptions(options), work_dir, /*read_only=*/false, db.get());
@@ -1356,17 +1371,21 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
     const bool heap_changelog = options.changelog && options.kind == StateBackendOptions::Kind::kHeap &&
                                 !options.shared_dir.empty() && state != nullptr && named != nullptr;
     if (!heap_changelog) {
-      st = ApplySegments(db->db, SegmentPaths(refs), [&](std::string_view name, rocksdb::ColumnFamilyHandle** cf) {
-        return OpenedFamily(db.get(), WorkDbOptions(options), name, cf);
-      });
+      st = ApplySegments(
+          db->db, SegmentPaths(refs),
+          [&](std::string_view name, rocksdb::ColumnFamilyHandle** cf) {
+            return OpenedFamily(db.get(), WorkDbOptions(options), name, cf);
+          },
+          stop);
+      if (Stopped(stop)) st = RestoreStopped(snap);
       if (!st.ok()) return fail(st);
     }
     // The table sized once from RocksDB's estimate of the keys, not doubled while loading.
     uint64_t estimate = 0;
     if (state != nullptr && db->db->GetIntProperty(db->handles[0], "rocksdb.estimate-num-keys", &estimate))
       state->Reserve(static_cast<size_t>(estimate));
-    st = LoadAll(db.get(), snap, range, state, named);
-    if (st.ok() && heap_changelog) st = LoadSegments(SegmentPaths(refs), snap, range, state, named);
+    st = LoadAll(db.get(), snap, range, state, named, stop);
+    if (st.ok() && heap_changelog) st = LoadSegments(SegmentPaths(refs), snap, range, state, named, stop);
     if (!st.ok()) return fail(st);
     // Hand the database over to the store.
     store.reset(new RocksDbStateStore(work_dir, db->db, options));
@@ -1405,8 +1424,10 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
   };
   const std::string seek_key = EncodeKey(range.first, {});
   const std::string temp_parent = fs::path(work_dir).parent_path().string();
+  size_t n = 0;
   for (const KeyedSnapshotHandle& h : snapshots) {
     if (!h.key_groups.Overlaps(range)) continue;
+    if (Stopped(stop)) return fail(RestoreStopped(h.dir));
     OpenedDb snap;
     st = OpenSnapshot(h.dir, temp_parent, &snap);
     if (!st.ok()) return fail(st);
@@ -1425,6 +1446,7 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
       DefaultStateIngest ingest(store->db_, "restore");
       std::unique_ptr<rocksdb::Iterator> it(snap.db->NewIterator(ScanOptions(), snap.handles[f]));
       for (it->Seek(seek_key); it->Valid(); it->Next()) {
+        if (++n % kRestoreBatchEntries == 0 && Stopped(stop)) return fail(RestoreStopped(h.dir));
         uint32_t kg;
         std::string_view key;
         int64_t value = 0;

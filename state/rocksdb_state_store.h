@@ -87,10 +87,13 @@ class RocksDbStateStore : public StateStore {
                         KeyedInt64State* state, std::unique_ptr<RocksDbStateStore>* out);
   // The same for every state, with `options`, for the key groups `range`: the default state
   // goes into `state` and the named states into `named` when they are non-null (the heap
-  // backend), or only into the database (the RocksDB backend).
+  // backend), or only into the database (the RocksDB backend). Once `stop` (when non-null) is
+  // set, gives up within a bounded amount of work (between files and segments, and every 64K
+  // entries read): Aborted "... was stopped", with `work_dir` removed as after any failure.
   static Status Restore(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
                         const StateBackendOptions& options, KeyGroupRange range, KeyedInt64State* state,
-                        HeapKeyedStateBackend* named, std::unique_ptr<RocksDbStateStore>* out);
+                        HeapKeyedStateBackend* named, std::unique_ptr<RocksDbStateStore>* out,
+                        const std::atomic<bool>* stop = nullptr);
 
   // Reads every entry of the default state of a stored snapshot (for `cairn state dump` and tests).
   static Status ReadSnapshot(const std::string& dir,

@@ -20,6 +20,7 @@
 // directory involved. The runtime, the checkpoint layer and the CLI name only this interface.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -126,10 +127,14 @@ class StateBackend {
 
   // The state of a keyed subtask, every kind of state (what deploy uses). The defaults wrap
   // CreateKeyedState / RestoreKeyedState in a HeapKeyedStateBackend (the default state only).
+  // RestoreKeyed gives up once `stop` (when non-null; set from any thread, e.g. on SIGTERM) is
+  // set, within a bounded amount of work: Aborted, as any failure (`work_dir` removed). The
+  // default does not look at `stop`.
   virtual Status CreateKeyed(const std::string& work_dir, uint32_t max_parallelism, KeyGroupRange key_groups,
                              KeyedSubtaskState* out) const;
   virtual Status RestoreKeyed(const std::vector<KeyedSnapshotHandle>& snapshots, const std::string& work_dir,
-                              uint32_t max_parallelism, KeyGroupRange key_groups, KeyedSubtaskState* out) const;
+                              uint32_t max_parallelism, KeyGroupRange key_groups, KeyedSubtaskState* out,
+                              const std::atomic<bool>* stop) const;
   // Visits every entry of every state of the stored snapshot at `dir` (errors as ReadSnapshot).
   // The default visits ReadSnapshot's entries as the default state.
   virtual Status ReadStates(const std::string& dir, const StateEntryFn& fn) const;

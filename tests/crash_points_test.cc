@@ -16,6 +16,7 @@
 
 #include "engine/base/crash_points.h"
 #include "tests/test_util.h"
+#include "tests/tree_snapshot.h"
 #include "tests/wordcount_check.h"
 
 namespace cairn::testing {
@@ -188,6 +189,59 @@ std::string PointName(const ::testing::TestParamInfo<int>& info) {
   for (char& c : name)
     if (c == '.') c = '_';
   return name;
+}
+
+// A SIGTERM (or Ctrl-C) while the keyed state is restored cancels the job there, before any
+// task starts: raised at restore.midway (one keyed subtask's state rebuilt, the other's still
+// being read), it must end the run with exit 1 naming the signal and the checkpoint, leave the
+// checkpoint it read and the committed output as they were and its working state removed; the
+// next restore then completes exactly once.
+TEST(CancelDuringRestore, ASignalStopsTheRestoreBeforeAnyTaskStartsAndTheNextRestoreIsExactlyOnce) {
+  namespace fs = std::filesystem;
+  for (const char* sig : {"TERM", "INT"}) {
+    SCOPED_TRACE(std::string("SIG") + sig);
+    ScratchDir dir;
+    const std::string input = dir / "input.txt";
+    RunResult gen = RunCairn({"generate", "--out", input, "--words", "600000", "--vocabulary", "2000", "--seed", "17"});
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    std::vector<std::string> args = {"run", SourceDir() + "/jobs/wordcount.yaml", "--progress-interval", "1h",
+                                     "--set", "operators.source.path=" + input,
+                                     "--set", "operators.sink.path=" + dir / "out",
+                                     "--set", "checkpoint.dir=" + dir / "ck",
+                                     "--set", "checkpoint.interval=20ms",
+                                     "--set", "operators.source.rate=500"};
+    RunResult r = RunCairn(args, {"CAIRN_CRASH_AT=checkpoint.committed:3"});
+    ASSERT_EQ(r.signal, SIGKILL) << r.err;
+    std::vector<std::string> restore_args = args;
+    restore_args.insert(restore_args.end(), {"--restore", "latest", "--set", "operators.source.rate=0"});
+    std::set<uint64_t> complete;
+    std::set<std::string> incomplete;
+    CheckpointDirs(dir / "ck", &complete, &incomplete);
+    ASSERT_FALSE(complete.empty());
+    const std::string latest = std::to_string(*complete.rbegin());
+    const Tree checkpoint_before = TreeSnapshot(dir / "ck/chk-" + latest);
+    const Tree out_before = TreeSnapshot(dir / "out");
+
+    r = RunCairn(restore_args, {"CAIRN_CRASH_AT=restore.midway", std::string("CAIRN_CRASH_SIGNAL=") + sig});
+    EXPECT_EQ(r.signal, 0) << r.err;
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const std::string signo = std::to_string(std::string(sig) == "TERM" ? SIGTERM : SIGINT);
+    EXPECT_NE(r.err.find("interrupted by signal " + signo + " during the restore of checkpoint " + latest + " "),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("processing starts"), std::string::npos) << "no task may start\n" << r.err;
+    EXPECT_EQ(r.out.find("records"), std::string::npos) << "no summary after a cancel\n" << r.out;
+    EXPECT_TRUE(SameTree(checkpoint_before, TreeSnapshot(dir / "ck/chk-" + latest)));
+    EXPECT_TRUE(SameTree(out_before, TreeSnapshot(dir / "out")));
+    std::error_code ec;
+    for (fs::directory_iterator it(dir / "ck/_work", ec), end; !ec && it != end; it.increment(ec))
+      ADD_FAILURE() << "working state left behind: " << it->path();
+
+    r = RunCairn(restore_args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("restoring from checkpoint " + latest + " "), std::string::npos) << r.err;
+    ExpectExactlyOnce(dir / "out", ExpectedCounts(input));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryCrashPoint, CrashPointTest, ::testing::Range(0, kNumCrashPoints), PointName);

@@ -202,7 +202,7 @@ TEST_P(TimerServiceTest, TimersAndTheWatermarkSurviveACheckpointAndARescale) {
     KeyGroupRange range = KeyGroupRange::ForSubtask(i, kMaxP, 2);
     KeyedSubtaskState r;
     Status st = Backend()->RestoreKeyed({KeyedSnapshotHandle{dir_ / "chk", KeyGroupRange{0, kMaxP - 1}}},
-                                        dir_ / ("r" + std::to_string(i)), kMaxP, range, &r);
+                                        dir_ / ("r" + std::to_string(i)), kMaxP, range, &r, nullptr);
     ASSERT_TRUE(st.ok()) << st.ToString();
     OperatorStateStore rops;
     ASSERT_TRUE(rops.Restore(list_bytes, "test").ok());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -33,6 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -114,7 +116,7 @@ void Create(Mode kind, const std::string& root, const std::string& work, KeyGrou
 void Restore(Mode kind, const std::string& root, const std::vector<KeyedSnapshotHandle>& snaps, const std::string& work,
              KeyGroupRange range, Subtask* out) {
   auto backend = NewStateBackend(Options(kind, root));
-  Status st = backend->RestoreKeyed(snaps, work, kMaxP, range, &out->s);
+  Status st = backend->RestoreKeyed(snaps, work, kMaxP, range, &out->s, nullptr);
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
@@ -459,6 +461,52 @@ TEST_P(KeyedStateApiTest, RescaleSplitsEveryStateByKeyGroup) {
       EXPECT_EQ(seen, expected.size());
     }
   }
+}
+
+// A restore asked to stop (a SIGTERM during `cairn run`'s restore) gives up with Aborted and
+// removes its working state, on the unchanged-parallelism path and the rescale path, into
+// every backend; the checkpoint it read is left as it was. Unset, the flag changes nothing.
+TEST_P(KeyedStateApiTest, ARestoreAskedToStopGivesUpAndRemovesItsWorkingState) {
+  ValueState<int64_t>* def;
+  MapState<std::string, int64_t>* m;
+  ASSERT_TRUE(sub_.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  ASSERT_TRUE(sub_.keyed()->GetMapState("m", &m).ok());
+  for (int i = 0; i < 300; ++i) {
+    std::string k = "key";
+    k += std::to_string(i);
+    def->Put(k, i);
+    m->Put(k, "a", -i);
+  }
+  sub_.Checkpoint(chk(1));
+  def->Put("key7", 70);  // a second checkpoint: an incremental one, or a changelog segment
+  sub_.Checkpoint(chk(2));
+  const Tree before = TreeSnapshot(root());
+  const KeyGroupRange half = KeyGroupRange::ForSubtask(0, kMaxP, 2);
+  for (Mode into : {Mode(Kind::kHeap), Mode(Kind::kRocksDb), Mode(Kind::kHeap, true)}) {
+    for (KeyGroupRange range : {kAll, half}) {
+      SCOPED_TRACE("into " + ModeName(into) + ", key groups " + range.ToString());
+      auto backend = NewStateBackend(Options(into, root()));
+      const std::string work = dir_ / ("r-" + ModeName(into) + "-" + std::to_string(range.last));
+      std::atomic<bool> stop{true};
+      KeyedSubtaskState out;
+      Status st = backend->RestoreKeyed({{chk(2), kAll}}, work, kMaxP, range, &out, &stop);
+      EXPECT_TRUE(st.IsAborted()) << st.ToString();
+      EXPECT_THAT(st.message(), HasSubstr("was stopped"));
+      EXPECT_EQ(out.keyed, nullptr);
+      EXPECT_FALSE(PathExists(work));
+      stop.store(false);
+      st = backend->RestoreKeyed({{chk(2), kAll}}, work, kMaxP, range, &out, &stop);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      ValueState<int64_t>* rdef;
+      ASSERT_TRUE(out.keyed->GetValueState(kDefaultStateName, &rdef).ok());
+      int64_t n = -1;
+      if (range.Contains(KeyGroupOf(KeyHash("key7"), kMaxP))) {
+        ASSERT_TRUE(rdef->Get("key7", &n));
+        EXPECT_EQ(n, 70);
+      }
+    }
+  }
+  EXPECT_TRUE(SameTree(before, TreeSnapshot(root())));
 }
 
 // The count operator's largest keys (the end-of-run summary) on every backend: the heap's fast
@@ -1089,7 +1137,7 @@ TEST(ChangelogTest, TheSegmentsOutgrowingTheRatioTimesTheStateStartAMaterializat
         << materialization_bytes;
     const int last = c;
     Subtask r;
-    ASSERT_TRUE(NewStateBackend(o)->RestoreKeyed({{chk(last), kAll}}, root + "/_work/run-2/op-0", kMaxP, kAll, &r.s).ok());
+    ASSERT_TRUE(NewStateBackend(o)->RestoreKeyed({{chk(last), kAll}}, root + "/_work/run-2/op-0", kMaxP, kAll, &r.s, nullptr).ok());
     ValueState<int64_t>* rdef;
     ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rdef).ok());
     for (int i = 0; i < 2000; i += 199) {
@@ -1187,7 +1235,7 @@ TEST(ChangelogTest, ADamagedSegmentIsCorruptionNamingItAndTheRestoreLeavesNothin
   EXPECT_THAT(st.message(), ::testing::HasSubstr(refs[0].path));
   KeyedSubtaskState out;
   const std::string work = root + "/_work/run-2/op-0";
-  st = NewStateBackend(Options(Mode(Kind::kHeap, true), root))->RestoreKeyed({{keyed, kAll}}, work, kMaxP, kAll, &out);
+  st = NewStateBackend(Options(Mode(Kind::kHeap, true), root))->RestoreKeyed({{keyed, kAll}}, work, kMaxP, kAll, &out, nullptr);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_FALSE(PathExists(work));
 }

@@ -34,16 +34,38 @@ namespace internal {
 bool crash_points_armed = false;
 static std::string armed_name;
 static long armed_count = 1;
+static int armed_signal = SIGKILL;
 static std::atomic<long> hits{0};
 
 void ReachCrashPoint(std::string_view name) {
   if (name != armed_name) return;
-  if (hits.fetch_add(1) + 1 == armed_count) kill(getpid(), SIGKILL);
+  if (hits.fetch_add(1) + 1 != armed_count) return;
+  if (armed_signal == SIGKILL) {
+    kill(getpid(), SIGKILL);
+  } else {
+    raise(armed_signal);  // this thread's handler runs before raise returns
+  }
 }
 }  // namespace internal
 
 bool InitCrashPoints(std::string* error) {
   const char* v = std::getenv("CAIRN_CRASH_AT");
+  const char* sig = std::getenv("CAIRN_CRASH_SIGNAL");
+  if (sig != nullptr && *sig != '\0') {
+    const std::string s(sig);
+    if (s == "INT") {
+      internal::armed_signal = SIGINT;
+    } else if (s == "TERM") {
+      internal::armed_signal = SIGTERM;
+    } else if (s != "KILL") {
+      *error = "CAIRN_CRASH_SIGNAL=" + s + ": expected INT, TERM or KILL";
+      return false;
+    }
+    if (v == nullptr || *v == '\0') {
+      *error = "CAIRN_CRASH_SIGNAL=" + s + " is set without CAIRN_CRASH_AT (the point to send it at)";
+      return false;
+    }
+  }
   if (v == nullptr || *v == '\0') return true;
   std::string s(v);
   std::string name = s;

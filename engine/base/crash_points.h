@@ -3,7 +3,9 @@
 //
 // Set CAIRN_CRASH_AT=<name>[:<n>] to crash the n-th time (default 1) the point is reached.
 // `cairn debug crash-points` lists every name (kCrashPoints). When the variable is unset a
-// point costs one predictable branch.
+// point costs one predictable branch. CAIRN_CRASH_SIGNAL=INT|TERM|KILL (default KILL) sends
+// that signal instead: INT and TERM are raised in the thread at the point (delivered before it
+// goes on), to prove that a cancel arriving at that instant is handled there.
 #pragma once
 
 #include <string_view>
@@ -18,8 +20,9 @@ struct CrashPointInfo {
 extern const CrashPointInfo kCrashPoints[];
 extern const int kNumCrashPoints;
 
-// Reads CAIRN_CRASH_AT. Returns false (and fills *error) when it names no known point or has a
-// malformed count. Called once at start-up, before any thread starts.
+// Reads CAIRN_CRASH_AT and CAIRN_CRASH_SIGNAL. Returns false (and fills *error) when the first
+// names no known point or has a malformed count, or the second names another signal or is set
+// without the first. Called once at start-up, before any thread starts.
 bool InitCrashPoints(std::string* error);
 
 namespace internal {

@@ -86,7 +86,7 @@ Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, cons
 }
 
 Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const RestorePlan& restore,
-                    const std::string& work_dir, std::vector<SubtaskChain>* subtasks) {
+                    const std::string& work_dir, std::vector<SubtaskChain>* subtasks, const std::atomic<bool>* stop) {
   // One keyed operator subtask to restore (or create).
   struct KeyedRestore {
     ChainedOperator* op;
@@ -113,12 +113,12 @@ Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const Rest
       std::count_if(keyed.begin(), keyed.end(), [](const KeyedRestore& k) { return !k.snapshots.empty(); });
   const uint32_t max_parallelism = spec.max_parallelism;
   for (KeyedRestore& kr : keyed)
-    restorers.emplace_back([&kr, &restored, &backend, max_parallelism, to_restore] {
+    restorers.emplace_back([&kr, &restored, &backend, max_parallelism, to_restore, stop] {
       ChainedOperator& c = *kr.op;
       KeyedSubtaskState ks;
       kr.status = kr.snapshots.empty()
                       ? backend.CreateKeyed(kr.dir, max_parallelism, c.ctx.key_groups, &ks)
-                      : backend.RestoreKeyed(kr.snapshots, kr.dir, max_parallelism, c.ctx.key_groups, &ks);
+                      : backend.RestoreKeyed(kr.snapshots, kr.dir, max_parallelism, c.ctx.key_groups, &ks, stop);
       if (kr.status.ok()) {
         c.keyed_state = std::move(ks.int64);
         c.keyed_store->store = std::move(ks.store);
@@ -129,6 +129,7 @@ Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const Rest
         CAIRN_CRASH_POINT("restore.midway");
     });
   for (auto& t : restorers) t.join();
+  if (stop != nullptr && stop->load()) return Status::Aborted("the restore was stopped");
   for (const KeyedRestore& kr : keyed) CAIRN_RETURN_IF_ERROR(kr.status);
   for (KeyedRestore& kr : keyed) {
     ChainedOperator& c = *kr.op;

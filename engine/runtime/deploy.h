@@ -10,6 +10,7 @@
 // in messages and metrics and identify channel state in checkpoints.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,9 +46,12 @@ Status InstantiateOperators(const JobSpec& spec, const ExecutionPlan& plan, cons
 // Gives every keyed operator subtask its keyed state through `backend`: restored from the
 // snapshots of restore.keyed whose key groups overlap its own, or empty; its working files go
 // to WorkingStatePath(work_dir, op, subtask). All subtasks at once, one thread each (a restore
-// is CPU-bound per subtask). Then opens every operator that is not a source.
+// is CPU-bound per subtask). Then opens every operator that is not a source. Once `stop` (when
+// non-null) is set, the restores give up (StateBackend::RestoreKeyed) and it returns Aborted
+// without opening anything, also when they had all completed.
 Status OpenSubtasks(const JobSpec& spec, const StateBackend& backend, const RestorePlan& restore,
-                    const std::string& work_dir, std::vector<SubtaskChain>* subtasks);
+                    const std::string& work_dir, std::vector<SubtaskChain>* subtasks,
+                    const std::atomic<bool>* stop = nullptr);
 
 // The tasks and channels of a deployed job. Channels are destroyed before the tasks.
 struct Deployment {

@@ -36,9 +36,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr size_t kPersisterThreads = 2;
 
-std::atomic<int> g_interrupted{0};
+std::atomic<int> g_interrupted{0};  // the signal that cancelled the job; RunTasks acts on it once
+std::atomic<bool> g_stop_restore{false};  // set with it, and stays set: stops a restore in progress
 std::atomic<bool> g_dump{false};
-extern "C" void OnInterrupt(int sig) { g_interrupted.store(sig); }
+extern "C" void OnInterrupt(int sig) {
+  g_interrupted.store(sig);
+  g_stop_restore.store(true);
+}
 extern "C" void OnDump(int) { g_dump.store(true); }
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -101,6 +105,7 @@ class SignalHandlers {
  public:
   void Install() {
     g_interrupted.store(0);
+    g_stop_restore.store(false);
     struct sigaction sa {};
     sa.sa_handler = OnInterrupt;
     sigaction(SIGINT, &sa, &old_int_);
@@ -172,8 +177,10 @@ double RunTasks(const std::vector<Task*>& tasks, CheckpointCoordinator* coordina
     uint32_t ticket = main_parker->Prepare();
     if (g_interrupted.load() != 0) {
       main_parker->Cancel();
+      // The job's status stays its first failure when it had already failed; either way it is
+      // not restarted: a cancel is never restarted.
       control->Fail(Status::Aborted("interrupted by signal " + std::to_string(g_interrupted.load())));
-      if (control->status().message().rfind("interrupted", 0) == 0) *interrupted = true;
+      *interrupted = true;
       g_interrupted.store(0);
     }
     if (g_dump.exchange(false)) {
@@ -394,7 +401,16 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     }
     const auto attempt_start = Clock::now();
     // 3. Deploy: keyed state, tasks, channels, coordinator.
-    CAIRN_RETURN_IF_ERROR(OpenSubtasks(spec, *backend, restore, work_dir, &subtasks));
+    // A SIGINT/SIGTERM meanwhile stops the restore in progress: the job is cancelled before
+    // any task starts (its working state removed, as on any return).
+    Status opened = OpenSubtasks(spec, *backend, restore, work_dir, &subtasks, &g_stop_restore);
+    if (!opened.ok() && g_stop_restore.load())
+      return Status::Aborted("interrupted by signal " + std::to_string(g_interrupted.load()) +
+                             (restore.active ? " during the restore of checkpoint " +
+                                                   std::to_string(restore.checkpoint.metadata.id) + " (" +
+                                                   restore.checkpoint.path + ")"
+                                             : " before the job started"));
+    CAIRN_RETURN_IF_ERROR(opened);
     JobControl control;
     std::unique_ptr<CheckpointCoordinator> coordinator;
     SnapshotPersister persister(kPersisterThreads, [&coordinator](TaskAck ack) { coordinator->Acknowledge(std::move(ack)); });
