@@ -305,14 +305,19 @@ Status OpenedFamily(OpenedDb* db, const rocksdb::Options& o, std::string_view st
   return Status::OK();
 }
 
+// Whether a restore was asked to stop (`stop` set), and the error it then returns.
+bool Stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(std::memory_order_relaxed); }
+Status RestoreStopped(const std::string& snapshot_dir) {
+  return Status::Aborted("the restore of keyed state from " + snapshot_dir + " was stopped");
+}
+
 Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, const FamilyFn& family,
                      const std::atomic<bool>* stop) {
   if (paths.empty()) return Status::OK();
   std::vector<std::string> buffers;
   std::vector<ChangelogEntry> entries;
   CAIRN_RETURN_IF_ERROR(CoalesceChangelogSegments(paths, &buffers, &entries, stop));
-  auto stopped = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
-  if (stopped()) return Status::Aborted("stopped");
+  if (Stopped(stop)) return Status::Aborted("stopped");
   // The default state's entries come first (its state name is empty), in stored key order:
   // one ingested table file. The named states' go into write batches.
   size_t i = 0;
@@ -322,10 +327,10 @@ Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, con
       const ChangelogEntry& e = entries[i];
       CAIRN_RETURN_IF_ERROR(ingest.Add(e.key_group, e.key, e.int64, e.deleted).WithContext(
           "changelog segments up to " + paths.back()));
-      if ((i + 1) % kRestoreBatchEntries == 0 && stopped()) return Status::Aborted("stopped");
+      if ((i + 1) % kRestoreBatchEntries == 0 && Stopped(stop)) return Status::Aborted("stopped");
     }
     CAIRN_RETURN_IF_ERROR(ingest.Finish().WithContext("changelog segments up to " + paths.back()));
-    if (stopped()) return Status::Aborted("stopped");
+    if (Stopped(stop)) return Status::Aborted("stopped");
   }
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
@@ -353,7 +358,7 @@ Status ApplySegments(rocksdb::DB* db, const std::vector<std::string>& paths, con
       s = db->Write(wo, &batch);
       if (!s.ok()) return FromRocks(s, "cannot apply changelog segments up to", paths.back());
       batch.Clear();
-      if (stopped()) return Status::Aborted("stopped");
+      if (Stopped(stop)) return Status::Aborted("stopped");
     }
   }
   return Status::OK();
@@ -618,12 +623,6 @@ rocksdb::ReadOptions ScanOptions() {
   ro.fill_cache = false;
   ro.readahead_size = kScanReadahead;
   return ro;
-}
-
-// Whether a restore was asked to stop (`stop` set), and the error it then returns.
-bool Stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(std::memory_order_relaxed); }
-Status RestoreStopped(const std::string& snapshot_dir) {
-  return Status::Aborted("the restore of keyed state from " + snapshot_dir + " was stopped");
 }
 
 // Loads every entry of `db` (a database restored from `snapshot_dir`) into `state` (the
