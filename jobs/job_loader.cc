@@ -43,7 +43,8 @@ const std::vector<std::string> kStateRocksDbKeys = {"block_cache", "write_buffer
 const char* const kBytesForms = "a size in bytes (e.g. 64MB, 512KB, 1GB, or a number of bytes)";
 const std::vector<std::string> kCheckpointKeys = {
     "interval", "mode", "dir", "timeout", "min_pause", "max_concurrent", "tolerable_failures", "retain",
-    "aligned_timeout", "history", "max_feedback_backlog", "max_drain_checkpoints", "savepoint_dir"};
+    "aligned_timeout", "history", "max_feedback_backlog", "max_drain_checkpoints", "savepoint_dir",
+    "inline_state_threshold"};
 const std::vector<std::string> kOperatorCommonKeys = {"id", "type", "parallelism", "inputs", "key_by"};
 const char* const kDurationForms = "a duration (e.g. 250ms, 1s, 2m, 1h, or a number of milliseconds)";
 
@@ -552,6 +553,8 @@ Status JobReader::ReadCheckpoint(const Entry& e, CheckpointConfig* cp) {
   }
   if (Entry v = Find(m, "max_drain_checkpoints"); v.present)
     CAIRN_RETURN_IF_ERROR(U32(v, "checkpoint.max_drain_checkpoints", 1, &cp->max_drain_checkpoints));
+  if (Entry v = Find(m, "inline_state_threshold"); v.present)
+    CAIRN_RETURN_IF_ERROR(Bytes(v, "checkpoint.inline_state_threshold", 0, &cp->inline_state_threshold));
   return Status::OK();
 }
 

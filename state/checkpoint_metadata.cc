@@ -241,6 +241,17 @@ class MetadataParser {
     for (const char* k : kRequired) {
       if (seen.count(k) == 0) return LineError("subtask: missing attribute " + std::string(k));
     }
+    const struct {
+      const char* name;
+      const std::string& file;
+      const std::string& in_line;
+    } kinds[] = {{"operator_state", h.operator_state_file, h.operator_state_inline},
+                 {"list_state", h.list_state_file, h.list_state_inline},
+                 {"channel_state", h.channel_state_file, h.channel_state_inline}};
+    for (const auto& k : kinds) {
+      if (!k.file.empty() && !k.in_line.empty())
+        return LineError("subtask: both " + std::string(k.name) + " and " + k.name + "_inline are set");
+    }
     if (h.parallelism == 0) return LineError("subtask: parallelism must be at least 1");
     if (h.subtask >= h.parallelism) {
       return LineError("subtask: index " + std::to_string(h.subtask) + " is not below parallelism " +
@@ -287,6 +298,14 @@ class MetadataParser {
         return LineError("subtask: " + std::string(key) + " path " + Quote(*dest) +
                          " is not inside the checkpoint directory");
       }
+      return Status::OK();
+    }
+    if (key == "operator_state_inline" || key == "list_state_inline" || key == "channel_state_inline") {  // optional
+      std::string* dest = key == "operator_state_inline" ? &h->operator_state_inline
+                          : key == "list_state_inline"   ? &h->list_state_inline
+                                                         : &h->channel_state_inline;
+      CAIRN_RETURN_IF_ERROR(String(key, value, dest));
+      if (dest->empty()) return LineError("subtask: " + std::string(key) + " is empty");
       return Status::OK();
     }
     if (key == "state_bytes") return Unsigned(key, value, &h->state_bytes);
@@ -379,6 +398,9 @@ std::string EncodeMetadata(const CheckpointMetadata& m) {
     if (h.records_skipped >= 0) out += " records_skipped=" + std::to_string(h.records_skipped);
     if (h.records_late >= 0) out += " records_late=" + std::to_string(h.records_late);
     if (!h.list_state_file.empty()) out += " list_state=" + Escape(h.list_state_file);
+    if (!h.operator_state_inline.empty()) out += " operator_state_inline=" + Escape(h.operator_state_inline);
+    if (!h.list_state_inline.empty()) out += " list_state_inline=" + Escape(h.list_state_inline);
+    if (!h.channel_state_inline.empty()) out += " channel_state_inline=" + Escape(h.channel_state_inline);
     if (!h.operator_type.empty()) out += " type=" + Escape(h.operator_type);
     out += '\n';
   }
@@ -466,6 +488,18 @@ Status ReadMetadata(const std::string& chk_dir, CheckpointMetadata* m) {
   if (s.IsNotFound()) return Status::NotFound(path + ": no such file");
   CAIRN_RETURN_IF_ERROR(s);
   return DecodeMetadata(path, bytes, m);
+}
+
+std::string EscapeMetadataString(std::string_view s) { return Escape(s); }
+bool UnescapeMetadataString(std::string_view s, std::string* out) { return Unescape(s, out); }
+
+Status ReadSubtaskState(const std::string& chk_dir, const std::string& file, const std::string& in_line,
+                        std::string* out) {
+  if (file.empty()) {
+    *out = in_line;
+    return Status::OK();
+  }
+  return ReadChecksummedFile(InCheckpoint(chk_dir, file), out);
 }
 
 }  // namespace cairn

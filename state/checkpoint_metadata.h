@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/base/key_groups.h"
@@ -33,6 +34,13 @@ struct SubtaskStateHandle {
   std::string operator_state_file;  // relative to the checkpoint dir; "" when none
   std::string list_state_file;      // relative; the operator's list states, "" when none (optional attribute)
   std::string channel_state_file;   // relative; in-flight records of the input channels, "" when none
+  // State smaller than checkpoint.inline_state_threshold kept in _metadata itself instead of a
+  // file of its own (as Flink's state.storage.fs.memory-threshold): the bytes a file would hold
+  // (without its footer; _metadata's checksum covers them). Each is "" when not inline, and at
+  // most one of a kind's file and inline bytes is set (optional attributes).
+  std::string operator_state_inline;
+  std::string list_state_inline;
+  std::string channel_state_inline;
   uint64_t state_bytes = 0;         // keyed + operator state + list state
   uint64_t channel_state_bytes = 0;
   int64_t alignment_ms = 0;
@@ -76,5 +84,16 @@ Status DecodeMetadata(const std::string& path, const std::string& bytes, Checkpo
 Status WriteMetadata(const std::string& chk_dir, const CheckpointMetadata& m);
 // Reads <chk_dir>/_metadata; NotFound("<path>: no such file") when it is missing.
 Status ReadMetadata(const std::string& chk_dir, CheckpointMetadata* m);
+
+// The percent-encoding _metadata writes strings in (docs/checkpoints.md): any bytes as printable
+// ASCII without ' ', '=' or '%' ("" as "-"). Unescape returns false on a malformed string.
+std::string EscapeMetadataString(std::string_view s);
+bool UnescapeMetadataString(std::string_view s, std::string* out);
+
+// The bytes of one kind of a subtask's state (operator, list or channel state) in the
+// checkpoint `chk_dir`: read from `file` (a path _metadata records; ReadChecksummedFile's
+// errors) when set, else `in_line` (kept in _metadata). "" when the subtask has none.
+Status ReadSubtaskState(const std::string& chk_dir, const std::string& file, const std::string& in_line,
+                        std::string* out);
 
 }  // namespace cairn

@@ -52,6 +52,9 @@ CheckpointMetadata Sample() {
   b.subtask = 1;
   b.key_groups = KeyGroupRange::ForSubtask(1, 128, 2);
   b.keyed_dir = "-";
+  for (int i = 0; i < 256; ++i) b.operator_state_inline += static_cast<char>(i);  // every byte, inline
+  b.list_state_inline = std::string("\x01 = %\n", 6);
+  b.channel_state_inline = "-";
   SubtaskStateHandle c;
   c.operator_id = "sink=ü\n";
   c.operator_type = "file_sink";
@@ -88,6 +91,9 @@ void ExpectSame(const CheckpointMetadata& x, const CheckpointMetadata& y) {
     EXPECT_EQ(a.operator_state_file, b.operator_state_file);
     EXPECT_EQ(a.channel_state_file, b.channel_state_file);
     EXPECT_EQ(a.list_state_file, b.list_state_file);
+    EXPECT_EQ(a.operator_state_inline, b.operator_state_inline);
+    EXPECT_EQ(a.list_state_inline, b.list_state_inline);
+    EXPECT_EQ(a.channel_state_inline, b.channel_state_inline);
     EXPECT_EQ(a.state_bytes, b.state_bytes);
     EXPECT_EQ(a.channel_state_bytes, b.channel_state_bytes);
     EXPECT_EQ(a.alignment_ms, b.alignment_ms);
@@ -284,6 +290,29 @@ TEST(CheckpointMetadata, TheListStateAttributeIsOptional) {
   CheckpointMetadata back;
   ASSERT_TRUE(DecodeMetadata("m", bytes, &back).ok());
   ExpectSame(m, back);
+}
+
+TEST(CheckpointMetadata, InlineStateIsOptionalAndExcludesItsFile) {
+  const std::string body = SampleBody();
+  EXPECT_TRUE(Contains(body, " channel_state_inline=%2D")) << body;
+  // Absent when not inline: the first subtask's line has none.
+  const std::string first = body.substr(body.find("\nsubtask "), body.find("\nsubtask ", body.find("\nsubtask ") + 1) -
+                                                                      body.find("\nsubtask "));
+  EXPECT_FALSE(Contains(first, "_inline=")) << first;
+  // A kind's file and inline bytes together, or inline bytes that are empty, are damage.
+  const std::string sink = "operator_state=sink-0/operator.state";
+  ExpectFieldError(Replace(body, sink, sink + " operator_state_inline=x"),
+                   "subtask: both operator_state and operator_state_inline are set");
+  const std::string list = "list_state=sink-0/list.state";
+  ExpectFieldError(Replace(body, list, list + " list_state_inline=x"),
+                   "subtask: both list_state and list_state_inline are set");
+  const std::string channel = "channel_state=sink-0/channel.state";
+  ExpectFieldError(Replace(body, channel, channel + " channel_state_inline=x"),
+                   "subtask: both channel_state and channel_state_inline are set");
+  ExpectFieldError(Replace(body, " channel_state_inline=%2D", " channel_state_inline=-"),
+                   "subtask: channel_state_inline is empty");
+  ExpectFieldError(Replace(body, " channel_state_inline=%2D", " channel_state_inline=%2"),
+                   "channel_state_inline is not a well-formed escaped string");
 }
 
 // The checksum shields the parser from random damage; this drives it with garbage that has a

@@ -26,6 +26,9 @@ TEST(ControlLinkTest, AnAcknowledgementRoundTripsWithItsHandlesAndCounts) {
   h.channel_state_bytes = 56;
   h.alignment_ms = 3;
   h.records_skipped = 9;
+  // Inline state is bytes, not UTF-8: it crosses the JSON as _metadata writes it.
+  h.operator_state_inline = std::string("\x00\xff\x80 =%\n", 7);
+  h.list_state_inline = "-";
   a.handles.push_back(h);
   a.rebalance_counts.push_back(RebalanceCount{"source->tokenize", 10, 4, 6});
   TaskAck b;
@@ -43,6 +46,9 @@ TEST(ControlLinkTest, AnAcknowledgementRoundTripsWithItsHandlesAndCounts) {
   EXPECT_EQ(b.handles[0].state_bytes, 1234u);
   EXPECT_EQ(b.handles[0].records_skipped, 9);
   EXPECT_EQ(b.handles[0].records_late, -1);
+  EXPECT_EQ(b.handles[0].operator_state_inline, h.operator_state_inline);
+  EXPECT_EQ(b.handles[0].list_state_inline, "-");
+  EXPECT_EQ(b.handles[0].channel_state_inline, "");
   ASSERT_EQ(b.rebalance_counts.size(), 1u);
   EXPECT_EQ(b.rebalance_counts[0].edge, "source->tokenize");
   EXPECT_EQ(b.rebalance_counts[0].received_after, 6u);

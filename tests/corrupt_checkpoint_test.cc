@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "state/checkpoint_metadata.h"
 #include "state/shared_files.h"
 #include "tests/test_util.h"
 #include "tests/tree_snapshot.h"
@@ -33,9 +34,12 @@ using ::testing::HasSubstr;
 // machine with slow fsyncs; runs that go on from the crash lift the pace (Run).
 // With `backpressure`, an unaligned run killed right after checkpoint 1 committed (its source
 // soon reads all its input into the full channels, after which checkpoints are aligned).
+// `extra` goes to every run (e.g. checkpoint.inline_state_threshold=0: each operator state in a
+// file of its own, which the default keeps in _metadata).
 class CrashedRun {
  public:
-  explicit CrashedRun(bool backpressure = false) : backpressure_(backpressure) {
+  explicit CrashedRun(bool backpressure = false, const std::vector<std::string>& extra = {})
+      : backpressure_(backpressure) {
     RunResult gen = RunCairn({"generate", "--out", input(), "--words", backpressure ? "600000" : "600000",
                               "--vocabulary", "2000", "--seed", "29"});
     EXPECT_EQ(gen.exit_code, 0) << gen.err;
@@ -46,6 +50,7 @@ class CrashedRun {
              "--set", "checkpoint.dir=" + ck(),
              "--set", "checkpoint.interval=20ms",
              "--set", "checkpoint.retain=100"};
+    args_.insert(args_.end(), extra.begin(), extra.end());
     if (backpressure) {
       // 20000 records/s per subtask: 15 s for the input, so checkpoint 1 comes (with records in
       // flight) long before the end however slow the machine; the runs after the crash lift it.
@@ -188,8 +193,11 @@ void ExpectRestoreFailsNaming(const CrashedRun& run, int id, const std::string& 
   EXPECT_TRUE(SameTree(before, run.Trees()));
 }
 
+// Operator state in files of their own, not inline in _metadata (which its checksum guards).
+const std::vector<std::string> kOperatorStateInFiles = {"--set", "checkpoint.inline_state_threshold=0"};
+
 TEST(CorruptCheckpointTest, BitFlippedOperatorStateIsExitTwoNamingTheFile) {
-  CrashedRun run;
+  CrashedRun run(false, kOperatorStateInFiles);
   ASSERT_TRUE(run.crashed());
   const std::string file = run.chk(4) + "/sink-1/operator.state";
   WriteText(file, FlipBit(ReadText(file), 2, 5));
@@ -197,7 +205,7 @@ TEST(CorruptCheckpointTest, BitFlippedOperatorStateIsExitTwoNamingTheFile) {
 }
 
 TEST(CorruptCheckpointTest, TruncatedOperatorStateIsExitTwoNamingTheFile) {
-  CrashedRun run;
+  CrashedRun run(false, kOperatorStateInFiles);
   ASSERT_TRUE(run.crashed());
   const std::string file = run.chk(4) + "/source-0/operator.state";
   std::string bytes = ReadText(file);
@@ -206,7 +214,7 @@ TEST(CorruptCheckpointTest, TruncatedOperatorStateIsExitTwoNamingTheFile) {
 }
 
 TEST(CorruptCheckpointTest, EmptyOperatorStateIsExitTwoNamingTheFile) {
-  CrashedRun run;
+  CrashedRun run(false, kOperatorStateInFiles);
   ASSERT_TRUE(run.crashed());
   const std::string file = run.chk(4) + "/source-1/operator.state";
   WriteText(file, "");
@@ -214,7 +222,7 @@ TEST(CorruptCheckpointTest, EmptyOperatorStateIsExitTwoNamingTheFile) {
 }
 
 TEST(CorruptCheckpointTest, MissingOperatorStateIsExitTwoNamingTheFile) {
-  CrashedRun run;
+  CrashedRun run(false, kOperatorStateInFiles);
   ASSERT_TRUE(run.crashed());
   const std::string file = run.chk(4) + "/sink-0/operator.state";
   fs::remove(file);
@@ -277,6 +285,37 @@ TEST(CorruptCheckpointTest, BitFlippedChannelStateIsExitTwoNamingTheFile) {
   std::string bytes = ReadText(file);
   WriteText(file, FlipBit(bytes, bytes.size() / 2, 6));
   ExpectRestoreFailsNaming(run, 1, file + ": damaged (checksum mismatch)");
+}
+
+// With every state inline (a threshold above any state's size), an unaligned checkpoint's
+// in-flight records live in _metadata alone: no state file is written, `cairn verify` and
+// `cairn state dump` read them there, and the restore is exactly-once.
+TEST(CorruptCheckpointTest, ChannelStateKeptInlineInMetadataRestoresExactlyOnce) {
+  CrashedRun run(/*backpressure=*/true, {"--set", "checkpoint.inline_state_threshold=1GB"});
+  ASSERT_TRUE(run.crashed());
+  CheckpointMetadata m;
+  ASSERT_TRUE(ReadMetadata(run.chk(1), &m).ok());
+  uint64_t inline_channel_bytes = 0;
+  for (const SubtaskStateHandle& h : m.subtasks) {
+    EXPECT_EQ(h.operator_state_file, "") << h.operator_id;
+    EXPECT_EQ(h.list_state_file, "") << h.operator_id;
+    EXPECT_EQ(h.channel_state_file, "") << h.operator_id;
+    inline_channel_bytes += h.channel_state_inline.size();
+  }
+  ASSERT_GT(inline_channel_bytes, 0u) << "checkpoint 1 holds no channel state";
+  for (const auto& e : fs::recursive_directory_iterator(run.chk(1))) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name != "operator.state" && name != "list.state" && name != "channel.state") << e.path();
+  }
+  RunResult verify = RunCairn({"verify", run.chk(1)});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  RunResult dump = RunCairn({"state", "dump", run.chk(1), "--json"});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  EXPECT_THAT(dump.out, HasSubstr(",\"channel\":"));
+  RunResult r = run.Run({"--restore", run.chk(1)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(restored from checkpoint 1)"));
+  ExpectExactlyOnce(run.out(), ExpectedCounts(run.input()));
 }
 
 // ---- incomplete checkpoints ------------------------------------------------------------------

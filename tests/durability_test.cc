@@ -94,7 +94,9 @@ TEST(DurabilityTest, SinkFilesOfCheckpointsThatFailedBeforeTheirAsyncPartAreFsyn
   LoggedRun run;
   // sink[0]'s operator state of checkpoints 2 and 3 cannot be written: both are declined before
   // sink[0]'s async part (its fsync) ran; checkpoint 4 commits their files.
-  RunResult r = run.Run({}, {"CAIRN_STORAGE_FAULT=enospc:sink-0/operator.state:1:2"});
+  // (Operator state in files: inline in _metadata it would need no write of its own.)
+  RunResult r = run.Run({"--set", "checkpoint.inline_state_threshold=0"},
+                        {"CAIRN_STORAGE_FAULT=enospc:sink-0/operator.state:1:2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("(tolerated: 2 of 50 consecutive failures)"));
   ExpectEveryCommitAfterAnFsyncOfItsFile(ReadLog(run.log()));
@@ -210,7 +212,9 @@ TEST(DurabilityTest, ThePersisterSkipsTheWritesOfAnExpiredCheckpoint) {
   LoggedRun run("300000");
   // source[0]'s first operator-state write stalls past checkpoint.timeout: checkpoint 1
   // expires while sink[0]'s part of it (the same persister thread: tasks 0 and 2) waits behind.
-  RunResult r = run.Run({"--set", "checkpoint.timeout=1500ms"}, {"CAIRN_STORAGE_FAULT=slow=3000:source-0/operator.state:0:1"});
+  // (Operator state in files: inline in _metadata it would need no write of its own.)
+  RunResult r = run.Run({"--set", "checkpoint.timeout=1500ms", "--set", "checkpoint.inline_state_threshold=0"},
+                        {"CAIRN_STORAGE_FAULT=slow=3000:source-0/operator.state:0:1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<uint64_t> expired;
   std::regex re("checkpoint (\\d+) failed: the checkpoint expired");

@@ -82,7 +82,7 @@ const std::vector<ErrorCase>& ErrorCases() {
       {"UnknownCheckpointKey", Edit("operators:", "checkpoint:\n  interval: 1s\n  intervall: 2s\noperators:"), {},
        {"t.yaml:4:3: unknown key 'intervall' in checkpoint (known keys: interval, mode, dir, timeout, min_pause, "
         "max_concurrent, tolerable_failures, retain, aligned_timeout, history, max_feedback_backlog, "
-        "max_drain_checkpoints, savepoint_dir)"}},
+        "max_drain_checkpoints, savepoint_dir, inline_state_threshold)"}},
       {"UnknownOperatorKey", Edit("type: generator", "type: generator\n    word: 5"), {},
        {"t.yaml:5:5: unknown key 'word' in operator 'src' of type generator (known keys: id, type, parallelism, "
         "inputs, key_by, watermark, words, words_per_line, vocabulary, zipf, seed, rate)"}},
@@ -226,6 +226,10 @@ const std::vector<ErrorCase>& ErrorCases() {
        {"t.yaml:3:25: checkpoint.max_feedback_backlog must be an integer >= 1, got '0'"}},
       {"CheckpointDrainCheckpointsZero", Edit("operators:", "checkpoint:\n  max_drain_checkpoints: 0\noperators:"), {},
        {"t.yaml:3:26: checkpoint.max_drain_checkpoints must be an integer >= 1, got '0'"}},
+      {"CheckpointInlineThresholdNotASize", Edit("operators:", "checkpoint:\n  inline_state_threshold: 1 KB\noperators:"), {},
+       {"t.yaml:3:27: checkpoint.inline_state_threshold must be a size in bytes"}},
+      {"SetCheckpointInlineThresholdNegative", kBase, {"checkpoint.inline_state_threshold=-1"},
+       {"--set checkpoint.inline_state_threshold: checkpoint.inline_state_threshold must be a size in bytes"}},
       {"SetCheckpointFeedbackBacklogWord", kBase, {"checkpoint.max_feedback_backlog=many"},
        {"--set checkpoint.max_feedback_backlog: checkpoint.max_feedback_backlog must be an integer >= 1, got 'many'"}},
 
@@ -395,6 +399,7 @@ TEST(JobLoader, DefaultsFilled) {
   EXPECT_EQ(spec.checkpoint.timeout, Millis(600000));
   EXPECT_EQ(spec.checkpoint.retain, 3u);
   EXPECT_EQ(spec.checkpoint.max_concurrent, 1u);
+  EXPECT_EQ(spec.checkpoint.inline_state_threshold, 1024u);
   EXPECT_EQ(spec.state.kind, StateBackendOptions::Kind::kHeap);
   EXPECT_EQ(spec.state.block_cache, 64u << 20);
   EXPECT_EQ(spec.state.write_buffer, 16u << 20);
@@ -513,11 +518,13 @@ TEST(JobLoader, SetOnEveryKindOfPath) {
                                      "state.changelog=true",
                                      "state.materialize_interval=2s",
                                      "state.materialize_ratio=0.5",
+                                     "checkpoint.inline_state_threshold=0",
                                  });
   EXPECT_EQ(spec.state.kind, StateBackendOptions::Kind::kRocksDb);  // state: was absent, --set made it
   EXPECT_TRUE(spec.state.changelog);
   EXPECT_EQ(spec.state.materialize_interval_ms, 2000u);
   EXPECT_EQ(spec.state.materialize_ratio, 0.5);
+  EXPECT_EQ(spec.checkpoint.inline_state_threshold, 0u);
   EXPECT_EQ(spec.state.block_cache, 1u << 20);
   EXPECT_EQ(spec.state.write_buffer, 128u << 10);
   EXPECT_EQ(spec.name, "renamed");
@@ -751,7 +758,8 @@ TEST(JobLoaderDocs, EveryKeyIsDocumented) {
                           "`checkpoint.interval`", "`checkpoint.mode`", "`checkpoint.dir`", "`checkpoint.timeout`",
                           "`checkpoint.min_pause`", "`checkpoint.max_concurrent`", "`checkpoint.tolerable_failures`",
                           "`checkpoint.retain`", "`checkpoint.aligned_timeout`", "`checkpoint.history`",
-                          "`checkpoint.max_feedback_backlog`", "`checkpoint.max_drain_checkpoints`", "`state`", "`state.backend`",
+                          "`checkpoint.max_feedback_backlog`", "`checkpoint.max_drain_checkpoints`",
+                          "`checkpoint.inline_state_threshold`", "`state`", "`state.backend`",
                           "`state.changelog`", "`state.materialize_interval`", "`state.materialize_ratio`",
                           "`state.rocksdb.block_cache`", "`state.rocksdb.write_buffer`", "`id`", "`type`", "`inputs`",
                           "`key_by`", "`watermark`", "`watermark.field`", "`watermark.max_out_of_orderness`",

@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/dataflow/schema.h"
 #include "state/checkpoint_format.h"
+#include "state/checkpoint_metadata.h"
 #include "tests/test_util.h"
 
 namespace cairn {
@@ -154,6 +156,70 @@ TEST(SnapshotPersisterTest, AbortingOneCheckpointLeavesTheNextOneWhole) {
     EXPECT_TRUE(fs::exists(dir / "chk-4/" + a.handles[0].operator_state_file));
   }
   EXPECT_FALSE(fs::exists(dir / "chk-3"));
+}
+
+// checkpoint.inline_state_threshold: operator, list and channel state smaller than it goes into
+// the handle (which the coordinator writes into _metadata) and no file is written; the rest is
+// written to files as before.
+TEST(SnapshotPersisterTest, StateBelowTheInlineThresholdGoesIntoTheHandleTheRestIntoFiles) {
+  testing::ScratchDir dir;
+  AckLog acks;
+  auto channel_state = [](int64_t rows) {
+    auto cs = std::make_unique<ChannelStateRecords>();
+    cs->id = 5;
+    SchemaRef schema = MakeSchema({{"n", FieldType::kInt64}});
+    cs->channel_names = {"a[0]->b[0]"};
+    cs->schemas = {schema};
+    cs->records.emplace_back(schema);
+    for (int64_t i = 0; i < rows; ++i) cs->records.back().AppendRow().SetInt64(0, i);
+    return cs;
+  };
+  const uint64_t kThreshold = 128;
+  const std::string small(kThreshold - 1, 's'), large(kThreshold, 'l');
+  ASSERT_LT(EncodeChannelState(*channel_state(1)).size(), kThreshold);
+  ASSERT_GE(EncodeChannelState(*channel_state(100)).size(), kThreshold);
+  {
+    SnapshotPersister persister(1, acks.Fn(), kThreshold);
+    auto j = Job(dir, 5, 0);
+    j->parts.push_back(Part("small", small));
+    j->parts.back().list_state = small;
+    j->channel_state = channel_state(1);
+    persister.Submit(std::move(j));
+    j = Job(dir, 5, 1);
+    j->parts.push_back(Part("large", large));
+    j->parts.back().list_state = large;
+    j->channel_state = channel_state(100);
+    persister.Submit(std::move(j));
+    persister.Stop();
+  }
+  ASSERT_EQ(acks.For(5).size(), 2u);
+  for (const TaskAck& a : acks.For(5)) {
+    ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+    ASSERT_EQ(a.handles.size(), 1u);
+    const SubtaskStateHandle& h = a.handles[0];
+    if (h.operator_id == "small") {
+      EXPECT_EQ(h.operator_state_inline, small);
+      EXPECT_EQ(h.list_state_inline, small);
+      EXPECT_EQ(h.channel_state_inline, EncodeChannelState(*channel_state(1)));
+      EXPECT_EQ(h.operator_state_file, "");
+      EXPECT_EQ(h.list_state_file, "");
+      EXPECT_EQ(h.channel_state_file, "");
+      EXPECT_EQ(h.state_bytes, 2 * small.size());
+      EXPECT_EQ(h.channel_state_bytes, h.channel_state_inline.size());
+      EXPECT_FALSE(fs::exists(dir / "chk-5/small-0")) << "nothing written for inline state";
+    } else {
+      EXPECT_EQ(h.operator_state_inline, "");
+      EXPECT_EQ(h.list_state_inline, "");
+      EXPECT_EQ(h.channel_state_inline, "");
+      std::string bytes;
+      ASSERT_TRUE(ReadSubtaskState(dir / "chk-5", h.operator_state_file, h.operator_state_inline, &bytes).ok());
+      EXPECT_EQ(bytes, large);
+      ASSERT_TRUE(ReadSubtaskState(dir / "chk-5", h.list_state_file, h.list_state_inline, &bytes).ok());
+      EXPECT_EQ(bytes, large);
+      ASSERT_TRUE(ReadSubtaskState(dir / "chk-5", h.channel_state_file, h.channel_state_inline, &bytes).ok());
+      EXPECT_EQ(bytes, EncodeChannelState(*channel_state(100)));
+    }
+  }
 }
 
 }  // namespace

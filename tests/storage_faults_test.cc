@@ -53,7 +53,10 @@ class StorageFaultRun {
              "--set", "operators.source.path=" + input_,
              "--set", "operators.sink.path=" + out(),
              "--set", "checkpoint.dir=" + ck(),
-             "--set", "checkpoint.interval=20ms"};
+             "--set", "checkpoint.interval=20ms",
+             // Every state in a file of its own, for the faults to hit: the default keeps
+             // operator state of a few bytes in _metadata, with no write of its own.
+             "--set", "checkpoint.inline_state_threshold=0"};
     if (backpressure) {
       Set("checkpoint.mode=unaligned");
       // The sink side at 10000 records/s per subtask, the source paced at twice that (2000 lines

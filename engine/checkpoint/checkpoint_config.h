@@ -27,6 +27,9 @@ struct CheckpointConfig {
   uint32_t history = 10;             // completed checkpoints whose durations the statistics keep, >= 1
   uint64_t max_feedback_backlog = 1000000;  // records queued on one feedback channel before the job fails, >= 1
   uint32_t max_drain_checkpoints = 20;      // final checkpoints with records in flight before the job fails, >= 1
+  // A subtask's operator, list or channel state smaller than this many bytes is kept in
+  // _metadata instead of a file of its own (Flink's state.storage.fs.memory-threshold); 0: never.
+  uint64_t inline_state_threshold = 1024;
 };
 
 }  // namespace cairn

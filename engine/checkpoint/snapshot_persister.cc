@@ -6,6 +6,7 @@
 #include "engine/base/storage_faults.h"
 #include "engine/base/thread_priority.h"
 #include "engine/dataflow/record_codec.h"
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,7 +48,8 @@ bool DecodeChannelState(std::string_view bytes, std::vector<RestoredChannel>* ou
   return d.done();
 }
 
-SnapshotPersister::SnapshotPersister(size_t threads, AckFn ack) : ack_(std::move(ack)) {
+SnapshotPersister::SnapshotPersister(size_t threads, AckFn ack, uint64_t inline_state_threshold)
+    : ack_(std::move(ack)), inline_state_threshold_(inline_state_threshold) {
   for (size_t i = 0; i < threads; ++i) {
     workers_.push_back(std::make_unique<Worker>());
     Worker* w = workers_.back().get();
@@ -126,6 +128,11 @@ SnapshotPersister::ChannelStateWrite SnapshotPersister::WriteChannelState(const 
   if (!any) return out;
   const SubtaskStateHandle& h = job.parts[0].handle;
   std::string bytes = EncodeChannelState(*job.channel_state);
+  if (bytes.size() < inline_state_threshold_) {
+    out.bytes = bytes.size();
+    out.in_line = std::move(bytes);
+    return out;
+  }
   out.status = CreateDirs(InCheckpoint(job.chk_dir, SubtaskStateRelPath(h.operator_id, h.subtask)));
   if (!out.status.ok()) return out;
   if (Aborted(job.id)) {
@@ -137,6 +144,22 @@ SnapshotPersister::ChannelStateWrite SnapshotPersister::WriteChannelState(const 
                                     syncs);
   if (out.status.ok()) out.bytes = bytes.size() + kBlobFooterSize;
   return out;
+}
+
+Status SnapshotPersister::PersistBlob(const std::string& chk_dir, const std::string& rel, std::string* bytes,
+                                      std::string* file, std::string* in_line, uint64_t* state_bytes,
+                                      DeferredSyncs* syncs) const {
+  if (bytes->size() < inline_state_threshold_) {
+    *state_bytes += bytes->size();
+    *in_line = std::move(*bytes);
+    return Status::OK();
+  }
+  const std::string path = InCheckpoint(chk_dir, rel);
+  CAIRN_RETURN_IF_ERROR(CreateDirs(std::filesystem::path(path).parent_path().string()));
+  CAIRN_RETURN_IF_ERROR(WriteChecksummedFile(path, *bytes, syncs));
+  *file = rel;
+  *state_bytes += bytes->size() + kBlobFooterSize;
+  return Status::OK();
 }
 
 TaskAck SnapshotPersister::Persist(PersistJob& job) {
@@ -226,30 +249,21 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
     }
     if (aborted() || !ack.status.ok()) continue;
     if (!part.operator_state.empty()) {
-      Status s = CreateDirs(dir);
-      if (s.ok()) {
-        CAIRN_CRASH_POINT("persist.operator_state");
-        s = WriteChecksummedFile(InCheckpoint(job.chk_dir, OperatorStateRelPath(h.operator_id, h.subtask)),
-                                 part.operator_state, &syncs);
-      }
+      CAIRN_CRASH_POINT("persist.operator_state");
+      Status s = PersistBlob(job.chk_dir, OperatorStateRelPath(h.operator_id, h.subtask), &part.operator_state,
+                             &h.operator_state_file, &h.operator_state_inline, &h.state_bytes, &syncs);
       if (!s.ok()) {
         ack.status = s.WithContext("operator " + rel + " state");
         continue;
       }
-      h.operator_state_file = OperatorStateRelPath(h.operator_id, h.subtask);
-      h.state_bytes += part.operator_state.size() + kBlobFooterSize;
     }
     if (!part.list_state.empty()) {
-      Status s = CreateDirs(dir);
-      if (s.ok())
-        s = WriteChecksummedFile(InCheckpoint(job.chk_dir, ListStateRelPath(h.operator_id, h.subtask)), part.list_state,
-                                 &syncs);
+      Status s = PersistBlob(job.chk_dir, ListStateRelPath(h.operator_id, h.subtask), &part.list_state,
+                             &h.list_state_file, &h.list_state_inline, &h.state_bytes, &syncs);
       if (!s.ok()) {
         ack.status = s.WithContext("operator " + rel + " list state");
         continue;
       }
-      h.list_state_file = ListStateRelPath(h.operator_id, h.subtask);
-      h.state_bytes += part.list_state.size() + kBlobFooterSize;
     }
   }
   if (channel_thread.joinable()) {
@@ -259,6 +273,9 @@ TaskAck SnapshotPersister::Persist(PersistJob& job) {
       if (ack.status.ok())
         ack.status = channel.status.WithContext("operator " + SubtaskStateRelPath(h.operator_id, h.subtask) +
                                                 " channel state");
+    } else if (!channel.in_line.empty()) {
+      h.channel_state_inline = std::move(channel.in_line);
+      h.channel_state_bytes = channel.bytes;
     } else if (channel.bytes > 0) {
       h.channel_state_file = ChannelStateRelPath(h.operator_id, h.subtask);
       h.channel_state_bytes = channel.bytes;

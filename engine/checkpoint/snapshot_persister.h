@@ -29,7 +29,10 @@ namespace cairn {
 class SnapshotPersister {
  public:
   using AckFn = std::function<void(TaskAck)>;
-  SnapshotPersister(size_t threads, AckFn ack);
+  // Operator, list and channel state smaller than `inline_state_threshold` bytes is not written
+  // to a file: its handle carries the bytes, which the coordinator stores in _metadata
+  // (checkpoint.inline_state_threshold); 0 writes every state to a file.
+  SnapshotPersister(size_t threads, AckFn ack, uint64_t inline_state_threshold = 0);
   ~SnapshotPersister();
 
   void Submit(std::unique_ptr<PersistJob> job);
@@ -54,17 +57,26 @@ class SnapshotPersister {
   void Loop(Worker* w);
   TaskAck Persist(PersistJob& job);
   // Encodes and writes the channel state of `job` (its first subtask's), unless empty or the
-  // checkpoint was aborted; the file's and its directory's fsyncs are added to `syncs`.
+  // checkpoint was aborted; the file's and its directory's fsyncs are added to `syncs`. Bytes
+  // below the inline threshold are returned instead of written.
   struct ChannelStateWrite {
     Status status;
-    uint64_t bytes = 0;  // 0: nothing written
+    uint64_t bytes = 0;    // 0: nothing written
+    std::string in_line;   // the encoded bytes instead of a file, when below the threshold
   };
   ChannelStateWrite WriteChannelState(const PersistJob& job, DeferredSyncs* syncs) const;
+
+  // Operator or list state `bytes` of one subtask: below the inline threshold moved into
+  // *in_line, otherwise written to <chk_dir>/<rel> (its fsyncs added to `syncs`) and *file set
+  // to `rel`; *state_bytes grows by what it takes in the checkpoint.
+  Status PersistBlob(const std::string& chk_dir, const std::string& rel, std::string* bytes, std::string* file,
+                     std::string* in_line, uint64_t* state_bytes, DeferredSyncs* syncs) const;
 
   bool Aborted(CheckpointId id) const EXCLUDES(aborted_mu_);
 
   // Constant after construction.
   const AckFn ack_;
+  const uint64_t inline_state_threshold_;
   std::vector<std::unique_ptr<Worker>> workers_;
 
   mutable Mutex aborted_mu_;

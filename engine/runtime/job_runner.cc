@@ -413,7 +413,9 @@ Status RunJob(const JobSpec& spec, const RunOptions& opt, RunSummary* summary) {
     CAIRN_RETURN_IF_ERROR(opened);
     JobControl control;
     std::unique_ptr<CheckpointCoordinator> coordinator;
-    SnapshotPersister persister(kPersisterThreads, [&coordinator](TaskAck ack) { coordinator->Acknowledge(std::move(ack)); });
+    SnapshotPersister persister(
+        kPersisterThreads, [&coordinator](TaskAck ack) { coordinator->Acknowledge(std::move(ack)); },
+        spec.checkpoint.inline_state_threshold);
     Deployment job;
     std::unique_ptr<LoopbackWorkers> loopback;  // declared after `job`: stopped before the channels go
     if (loopback_workers > 0)

@@ -91,23 +91,23 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
                                      "', which the job does not have");
     const OperatorType* type = FindOperatorType(op->type);
     old_parallelism[h.operator_id] = h.parallelism;
-    if (!h.operator_state_file.empty()) {
-      std::string bytes;
-      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(InCheckpoint(where, h.operator_state_file), &bytes));
-      old_operator_state[h.operator_id][h.subtask] = std::move(bytes);
-    }
-    if (!h.list_state_file.empty()) {
-      std::string bytes;
-      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(InCheckpoint(where, h.list_state_file), &bytes));
-      old_list_state[h.operator_id][h.subtask] = std::move(bytes);
-    }
-    if (!h.channel_state_file.empty()) {
-      std::string path = InCheckpoint(where, h.channel_state_file);
-      std::string bytes;
-      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, &bytes));
+    std::string bytes;
+    CAIRN_RETURN_IF_ERROR(ReadSubtaskState(where, h.operator_state_file, h.operator_state_inline, &bytes));
+    if (!bytes.empty()) old_operator_state[h.operator_id][h.subtask] = std::move(bytes);
+    CAIRN_RETURN_IF_ERROR(ReadSubtaskState(where, h.list_state_file, h.list_state_inline, &bytes));
+    if (!bytes.empty()) old_list_state[h.operator_id][h.subtask] = std::move(bytes);
+    CAIRN_RETURN_IF_ERROR(ReadSubtaskState(where, h.channel_state_file, h.channel_state_inline, &bytes));
+    if (!bytes.empty()) {
       std::vector<RestoredChannel> out;
-      if (!DecodeChannelState(bytes, &out))
-        return Status::Corruption(path + ": damaged (channel state records do not parse)");
+      if (!DecodeChannelState(bytes, &out)) {
+        // As cairn verify: the file, or _metadata for channel state kept inline.
+        const std::string what = h.channel_state_file.empty()
+                                     ? MetadataPath(where) + ": damaged (channel state records of " +
+                                           SubtaskStateRelPath(h.operator_id, h.subtask) + " do not parse)"
+                                     : InCheckpoint(where, h.channel_state_file) +
+                                           ": damaged (channel state records do not parse)";
+        return Status::Corruption(what);
+      }
       for (RestoredChannel& rc : out) recorded.push_back(RecordedChannel{h.subtask, std::move(rc)});
     }
     if (!h.keyed_dir.empty()) {

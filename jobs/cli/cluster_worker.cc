@@ -79,7 +79,7 @@ class Generation : public TaskListener, public BacklogListener {
       a["type"] = "ack";
       a["gen"] = gen_;
       link_->Send(a).IgnoreError();  // a lost connection is the reader's to report
-    });
+    }, spec_.checkpoint.inline_state_threshold);
     transport_ = std::make_unique<net::Transport>(me);
     CAIRN_RETURN_IF_ERROR(transport_->Listen(data));
     transport_->SetFailureListener([this](const Status& s) { Fail(s); });

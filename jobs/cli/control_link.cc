@@ -221,6 +221,10 @@ nlohmann::json AckToJson(const TaskAck& a) {
                        {"operator_state_file", h.operator_state_file},
                        {"list_state_file", h.list_state_file},
                        {"channel_state_file", h.channel_state_file},
+                       // Bytes, as _metadata writes them (JSON strings must be UTF-8).
+                       {"operator_state_inline", EscapeMetadataString(h.operator_state_inline)},
+                       {"list_state_inline", EscapeMetadataString(h.list_state_inline)},
+                       {"channel_state_inline", EscapeMetadataString(h.channel_state_inline)},
                        {"state_bytes", h.state_bytes},
                        {"channel_state_bytes", h.channel_state_bytes},
                        {"alignment_ms", h.alignment_ms},
@@ -257,6 +261,12 @@ Status AckFromJson(const nlohmann::json& j, TaskAck* out) {
       s.operator_state_file = h.at("operator_state_file").get<std::string>();
       s.list_state_file = h.at("list_state_file").get<std::string>();
       s.channel_state_file = h.at("channel_state_file").get<std::string>();
+      for (auto [key, dest] : {std::pair{"operator_state_inline", &s.operator_state_inline},
+                               std::pair{"list_state_inline", &s.list_state_inline},
+                               std::pair{"channel_state_inline", &s.channel_state_inline}}) {
+        if (!UnescapeMetadataString(h.at(key).get<std::string>(), dest))
+          return Status::InvalidArgument(std::string("malformed ") + key + " in a checkpoint acknowledgement");
+      }
       s.state_bytes = h.at("state_bytes").get<uint64_t>();
       s.channel_state_bytes = h.at("channel_state_bytes").get<uint64_t>();
       s.alignment_ms = h.at("alignment_ms").get<int64_t>();

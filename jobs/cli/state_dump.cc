@@ -113,13 +113,18 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
       });
       CAIRN_RETURN_IF_ERROR(s);
     }
-    if (!h.operator_state_file.empty()) {
+    // Where a problem with one kind of state is: its file, or _metadata for state kept inline.
+    auto where = [&](const std::string& file, const char* what) {
+      return file.empty() ? MetadataPath(cp.path) + ": damaged (" + what + " of " +
+                                SubtaskStateRelPath(h.operator_id, h.subtask)
+                          : InCheckpoint(cp.path, file) + ": damaged (" + what;
+    };
+    std::string bytes;
+    CAIRN_RETURN_IF_ERROR(ReadSubtaskState(cp.path, h.operator_state_file, h.operator_state_inline, &bytes));
+    if (!bytes.empty()) {
       // Operator (non-keyed) state: source positions, a sink's pending files, ... decoded by
       // the operator's type (recorded in the checkpoint) where it has a describe_state; its
       // bytes, with their length, otherwise.
-      std::string file = InCheckpoint(cp.path, h.operator_state_file);
-      std::string bytes;
-      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(file, &bytes));
       const std::string hex = FormatValue("", bytes, false);
       const OperatorType* type = h.operator_type.empty() ? nullptr : FindOperatorType(h.operator_type);
       std::string decoded;
@@ -132,12 +137,11 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
                 has_text ? decoded.c_str() : hex.c_str());
       }
     }
-    if (!h.list_state_file.empty()) {
-      std::string file = InCheckpoint(cp.path, h.list_state_file);
-      std::string bytes;
-      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(file, &bytes));
+    CAIRN_RETURN_IF_ERROR(ReadSubtaskState(cp.path, h.list_state_file, h.list_state_inline, &bytes));
+    if (!bytes.empty()) {
       std::vector<ListStateBytes> states;
-      if (!DecodeListStates(bytes, &states)) return Status::Corruption(file + ": damaged (list state does not parse)");
+      if (!DecodeListStates(bytes, &states))
+        return Status::Corruption(where(h.list_state_file, "list state") + " does not parse)");
       for (const ListStateBytes& ls : states) {
         const char* mode = ListStateModeName(ls.mode);
         if (json) {
@@ -151,12 +155,11 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
         }
       }
     }
-    if (!h.channel_state_file.empty()) {
-      std::string file = InCheckpoint(cp.path, h.channel_state_file);
-      std::string bytes;
-      CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(file, &bytes));
+    CAIRN_RETURN_IF_ERROR(ReadSubtaskState(cp.path, h.channel_state_file, h.channel_state_inline, &bytes));
+    if (!bytes.empty()) {
       std::vector<RestoredChannel> channels;
-      if (!DecodeChannelState(bytes, &channels)) return Status::Corruption(file + ": damaged (channel state records do not parse)");
+      if (!DecodeChannelState(bytes, &channels))
+        return Status::Corruption(where(h.channel_state_file, "channel state records") + " do not parse)");
       for (const RestoredChannel& c : channels) {
         const Schema& sc = *c.schema;
         std::string rec;

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -65,24 +66,30 @@ Verdict VerifyCheckpoint(const std::string& dir, const StateBackend& backend) {
   v.metadata_ok = true;
   std::map<std::string, std::vector<KeyGroupRange>> key_groups;  // keyed op -> its subtasks' ranges
   for (const SubtaskStateHandle& h : v.metadata.subtasks) {
-    std::string bytes;
-    if (!h.operator_state_file.empty()) VerifyFile(InCheckpoint(dir, h.operator_state_file), &v.problems, &bytes);
-    if (!h.list_state_file.empty()) {
-      const std::string f = InCheckpoint(dir, h.list_state_file);
+    // Operator state is only checked by its checksum; list and channel state are decoded too.
+    // State kept inline in _metadata is covered by _metadata's checksum, and a problem with it
+    // is reported against _metadata.
+    auto check = [&](const std::string& file, const std::string& in_line, const char* what, const char* fails,
+                     const std::function<bool(const std::string&)>& parses) {
+      if (file.empty() && in_line.empty()) return;
+      const std::string f = file.empty() ? meta : InCheckpoint(dir, file);
+      std::string bytes = in_line;
       const size_t before = v.problems.size();
-      VerifyFile(f, &v.problems, &bytes);
+      if (!file.empty()) VerifyFile(f, &v.problems, &bytes);
+      if (v.problems.size() != before || !parses || parses(bytes)) return;
+      v.problems.push_back({f, f + ": damaged (" + what +
+                                   (file.empty() ? " of " + SubtaskStateRelPath(h.operator_id, h.subtask) : "") +
+                                   " " + fails + ")"});
+    };
+    check(h.operator_state_file, h.operator_state_inline, "operator state", "", nullptr);
+    check(h.list_state_file, h.list_state_inline, "list state", "does not parse", [](const std::string& b) {
       std::vector<ListStateBytes> states;
-      if (v.problems.size() == before && !DecodeListStates(bytes, &states))
-        v.problems.push_back({f, f + ": damaged (list state does not parse)"});
-    }
-    if (!h.channel_state_file.empty()) {
-      const std::string f = InCheckpoint(dir, h.channel_state_file);
-      const size_t before = v.problems.size();
-      VerifyFile(f, &v.problems, &bytes);
+      return DecodeListStates(b, &states);
+    });
+    check(h.channel_state_file, h.channel_state_inline, "channel state records", "do not parse", [](const std::string& b) {
       std::vector<RestoredChannel> channels;
-      if (v.problems.size() == before && !DecodeChannelState(bytes, &channels))
-        v.problems.push_back({f, f + ": damaged (channel state records do not parse)"});
-    }
+      return DecodeChannelState(b, &channels);
+    });
     if (!h.keyed_dir.empty()) {
       key_groups[h.operator_id].push_back(h.key_groups);
       const std::string kd = InCheckpoint(dir, h.keyed_dir);

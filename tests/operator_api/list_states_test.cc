@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jobs/registry.h"
+#include "state/checkpoint_metadata.h"
 #include "state/operator_list_state.h"
 #include "tests/operator_api/in_process_cli.h"
 #include "tests/test_util.h"
@@ -182,7 +183,8 @@ TEST(ListStates, ScaledDownEverySplitItemAndEveryUnionItemReachesTheOneSubtask) 
 TEST(ListStates, ADamagedListStateFailsTheRestoreWithExit2NamingTheFileAndChangesNothing) {
   testing::ScratchDir dir;
   WriteSmallJob(dir);
-  testing::CliResult r = testing::Cairn({"run", dir / "job.yaml", "--quiet"});
+  // list.state files (the default keeps list states this small inline in _metadata).
+  testing::CliResult r = testing::Cairn({"run", dir / "job.yaml", "--quiet", "--set", "checkpoint.inline_state_threshold=0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string latest = LatestCheckpoint(dir);
   const std::string file = latest + "/tally-1/list.state";
@@ -194,6 +196,41 @@ TEST(ListStates, ADamagedListStateFailsTheRestoreWithExit2NamingTheFileAndChange
   r = testing::Cairn({"run", dir / "job.yaml", "--quiet", "--restore", latest});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr(file + ": damaged"));
+  EXPECT_TRUE(testing::SameTree(ck, testing::TreeSnapshot(dir / "ck")));
+  EXPECT_TRUE(testing::SameTree(out, testing::TreeSnapshot(dir / "out")));
+}
+
+// Inline in _metadata (checkpoint.inline_state_threshold), list states are covered by its
+// checksum; bytes that pass it but do not parse (a _metadata written with a valid checksum)
+// fail the restore, `cairn verify` and `cairn state dump` naming the operator, and change nothing.
+TEST(ListStates, AnInlineListStateThatDoesNotParseFailsTheRestoreNamingTheOperatorAndChangesNothing) {
+  testing::ScratchDir dir;
+  WriteSmallJob(dir);
+  testing::CliResult r = testing::Cairn({"run", dir / "job.yaml", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string latest = LatestCheckpoint(dir);
+  CheckpointMetadata m;
+  ASSERT_TRUE(ReadMetadata(latest, &m).ok());
+  bool damaged = false;
+  for (SubtaskStateHandle& h : m.subtasks) {
+    if (h.operator_id != "tally" || h.subtask != 1) continue;
+    ASSERT_EQ(h.list_state_file, "") << "kept inline by default";
+    ASSERT_FALSE(h.list_state_inline.empty());
+    h.list_state_inline.resize(h.list_state_inline.size() / 2);
+    damaged = true;
+  }
+  ASSERT_TRUE(damaged);
+  testing::WriteText(latest + "/_metadata", EncodeMetadata(m));
+  const testing::Tree ck = testing::TreeSnapshot(dir / "ck"), out = testing::TreeSnapshot(dir / "out");
+  r = testing::Cairn({"run", dir / "job.yaml", "--quiet", "--restore", latest});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("list state of operator 'tally' subtask 1 is damaged (it does not parse)"));
+  r = testing::Cairn({"verify", latest});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out + r.err, HasSubstr(latest + "/_metadata: damaged (list state of tally-1 does not parse)"));
+  r = testing::Cairn({"state", "dump", latest, "--operator", "tally"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.err, HasSubstr(latest + "/_metadata: damaged (list state of tally-1 does not parse)"));
   EXPECT_TRUE(testing::SameTree(ck, testing::TreeSnapshot(dir / "ck")));
   EXPECT_TRUE(testing::SameTree(out, testing::TreeSnapshot(dir / "out")));
 }
