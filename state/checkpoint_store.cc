@@ -170,6 +170,7 @@ bool ParseFailureLine(std::string_view line, FailedCheckpoint* f) {
 }  // namespace
 
 Status CheckpointStore::RecordFailure(const FailedCheckpoint& f) const {
+  garbage_possible_.store(true);  // the failed checkpoint's shared files, if it uploaded any
   const std::string path = FailedPath(dir_);
   std::string text;
   Status s = ReadFile(path, &text);
@@ -309,14 +310,37 @@ Status CheckpointStore::RemoveIncomplete() const {
 
 Status CheckpointStore::Retain(uint32_t retain) const {
   if (retain == 0) return Status::InvalidArgument("checkpoint retention must keep at least 1 checkpoint");
-  std::vector<CompletedCheckpoint> all;
-  CAIRN_RETURN_IF_ERROR(ListCompleted(&all));
-  bool removed = false;
   std::vector<SupersededRange> ranges;
   CAIRN_RETURN_IF_ERROR(ReadSuperseded(&ranges));
+  std::vector<std::string> names;
+  CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+  // At most `retain` checkpoints of any kind and none superseded: nothing to remove, so no
+  // _metadata needs reading (a job keeping many checkpoints would otherwise read every one of
+  // them at every completion).
+  const size_t dirs = static_cast<size_t>(std::count_if(names.begin(), names.end(), [](const std::string& n) {
+    CheckpointId id;
+    return ParseCheckpointDirName(n, &id);
+  }));
+  bool removed = false;
+  Status s;
+  if (dirs > retain || !ranges.empty()) s = RemoveBeyond(retain, ranges, names, &removed);
+  if (removed) garbage_possible_.store(true);
+  CAIRN_RETURN_IF_ERROR(s);
+  if (removed) CAIRN_RETURN_IF_ERROR(FsyncDir(dir_));
+  // Only now, with the older checkpoints gone, can their shared files go. Nothing loses its
+  // last reference otherwise: new checkpoints only add references, and the files of a failed
+  // one are collected after its failure was recorded (RecordFailure).
+  if (!garbage_possible_.exchange(false)) return Status::OK();
+  s = CollectSharedGarbage(dir_);
+  if (!s.ok()) garbage_possible_.store(true);
+  return s;
+}
+
+Status CheckpointStore::RemoveBeyond(uint32_t retain, const std::vector<SupersededRange>& ranges,
+                                     const std::vector<std::string>& names, bool* removed) const {
+  std::vector<CompletedCheckpoint> all;
+  CAIRN_RETURN_IF_ERROR(ListCompleted(&all));
   if (!ranges.empty()) {
-    std::vector<std::string> names;
-    CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
     for (const std::string& name : names) {
       CheckpointId id;
       if (!ParseCheckpointDirName(name, &id) || !IsDirectory(dir_ + "/" + name)) continue;
@@ -328,20 +352,20 @@ Status CheckpointStore::Retain(uint32_t retain) const {
       if (ReadCheckpoint(dir_ + "/" + name, &c).IsCorruption()) continue;  // damaged: left for a human
       for (const SupersededRange& r : ranges)
         if (id >= r.first && id <= r.last) {
+          *removed = true;  // before the removal: one that fails half-way leaves garbage too
           CAIRN_RETURN_IF_ERROR(RemoveCheckpoint(dir_ + "/" + name));
-          removed = true;
           break;
         }
     }
   }
   if (all.size() > retain) {
     const size_t remove = all.size() - retain;
-    for (size_t i = 0; i < remove; i++) CAIRN_RETURN_IF_ERROR(RemoveCheckpoint(all[i].path));
-    removed = true;
+    for (size_t i = 0; i < remove; i++) {
+      *removed = true;
+      CAIRN_RETURN_IF_ERROR(RemoveCheckpoint(all[i].path));
+    }
   }
-  if (removed) CAIRN_RETURN_IF_ERROR(FsyncDir(dir_));
-  // Only now, with the older checkpoints gone, can their shared files go.
-  return CollectSharedGarbage(dir_);
+  return Status::OK();
 }
 
 }  // namespace cairn

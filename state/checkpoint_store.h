@@ -6,6 +6,7 @@
 // only by a job that holds the directory's lock, after its input was validated.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -64,10 +65,18 @@ class CheckpointStore {
   // damaged ones are never touched. Each removal deletes _metadata first, so a crash half-way
   // leaves an incomplete checkpoint, never a complete-looking one with missing state.
   // REQUIRES: retain >= 1 (0 is InvalidArgument and removes nothing). Then removes the shared
-  // files of incremental keyed state that no checkpoint left on disk references.
+  // files of incremental keyed state that no checkpoint left on disk references, when there
+  // can be any: on this store's first call, and after it removed a checkpoint or recorded a
+  // failure (RecordFailure) since the last collection. With no more `chk-<id>` directories than
+  // `retain` and nothing superseded, it reads no _metadata at all: its cost does not grow with
+  // the number of checkpoints kept.
   // A superseded checkpoint (see Supersede) is removed the same way once `retain` completed
   // checkpoints newer than it exist (so never before the run that superseded it has its own).
   Status Retain(uint32_t retain) const;
+
+  // Tells the next Retain to collect shared files: the caller removed (part of) a checkpoint
+  // directory itself, e.g. what a failed checkpoint's late persist wrote.
+  void MarkGarbagePossible() const { garbage_possible_.store(true); }
 
   // Records (durably: _superseded is rewritten atomically) that the checkpoints with ids in
   // [first, last] may no longer be restored: a restore of an older checkpoint abandoned them
@@ -93,8 +102,14 @@ class CheckpointStore {
     std::string reason;
   };
   Status ReadSuperseded(std::vector<SupersededRange>* out) const;
+  // Retain's removals: superseded checkpoints with `retain` completed ones newer, then the
+  // oldest completed ones beyond `retain`. `names` lists dir_. *removed once any was started.
+  Status RemoveBeyond(uint32_t retain, const std::vector<SupersededRange>& ranges,
+                      const std::vector<std::string>& names, bool* removed) const;
 
   const std::string dir_;
+  // Whether shared files may have lost their last reference since the last collection.
+  mutable std::atomic<bool> garbage_possible_{true};
 };
 
 }  // namespace cairn

@@ -7,6 +7,7 @@
 
 #include "engine/base/file_util.h"
 #include "state/checkpoint_format.h"
+#include "state/shared_files.h"
 #include "tests/test_util.h"
 
 namespace cairn {
@@ -276,6 +277,54 @@ TEST(CheckpointStore, RetainZeroIsInvalidAndRemovesNothing) {
   MakeComplete(store, 1);
   EXPECT_TRUE(store.Retain(0).IsInvalidArgument());
   EXPECT_EQ(CompletedIds(store), (std::vector<CheckpointId>{1}));
+}
+
+// Shared files lose their last reference only when a checkpoint goes (retention, a failure):
+// Retain collects them on its first call and after such events, and otherwise reads no
+// checkpoint at all. A file a retained checkpoint lists is never collected.
+TEST(CheckpointStore, RetainCollectsSharedFilesOnlyWhenOneMayHaveLostItsLastReference) {
+  ScratchDir dir;
+  CheckpointStore store(dir.path());
+  const std::string shared = dir / "shared/op-0";
+  ASSERT_TRUE(CreateDirs(shared).ok());
+  auto orphan = [&](const std::string& name) {
+    WriteText(shared + "/" + name, "x");
+    return shared + "/" + name;
+  };
+  // Checkpoint 1 lists shared/op-0/kept.
+  MakeComplete(store, 1);
+  const std::string kept = orphan("kept");
+  ASSERT_TRUE(CreateDirs(store.CheckpointPath(1) + "/op-0/keyed").ok());
+  ASSERT_TRUE(WriteSharedList(store.CheckpointPath(1) + "/op-0/keyed", {SharedFileRef{"kept", kept}}).ok());
+  MakeComplete(store, 2);
+
+  const std::string first = orphan("first");
+  ASSERT_TRUE(store.Retain(5).ok());
+  EXPECT_FALSE(PathExists(first)) << "collected on the store's first call";
+  EXPECT_TRUE(PathExists(kept));
+
+  const std::string idle = orphan("idle");
+  ASSERT_TRUE(store.Retain(5).ok());
+  EXPECT_TRUE(PathExists(idle)) << "no checkpoint went since: nothing can have lost a reference";
+
+  FailedCheckpoint f;
+  f.id = 3;
+  f.reason = "declined";
+  ASSERT_TRUE(store.RecordFailure(f).ok());
+  ASSERT_TRUE(store.Retain(5).ok());
+  EXPECT_FALSE(PathExists(idle)) << "collected after a failure";
+
+  const std::string late = orphan("late");
+  store.MarkGarbagePossible();
+  ASSERT_TRUE(store.Retain(5).ok());
+  EXPECT_FALSE(PathExists(late)) << "collected when told";
+
+  const std::string removal = orphan("removal");
+  for (CheckpointId id : {4, 5, 6, 7}) MakeComplete(store, id);
+  ASSERT_TRUE(store.Retain(5).ok());
+  EXPECT_EQ(CompletedIds(store), (std::vector<CheckpointId>{2, 4, 5, 6, 7}));
+  EXPECT_FALSE(PathExists(removal)) << "collected after retention removed a checkpoint";
+  EXPECT_FALSE(PathExists(kept)) << "its only checkpoint was removed";
 }
 
 TEST(CheckpointStore, RecordFailureKeepsTheNewestFailuresAndListFailedSkipsTornLines) {

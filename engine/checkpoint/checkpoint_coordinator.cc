@@ -274,6 +274,7 @@ void CheckpointCoordinator::OnAck(TaskAck ack) {
     // its answers): what its persister wrote since the failure is garbage. Best effort: a
     // directory without _metadata is never restored, and the next start removes it.
     RemoveAll(store_->CheckpointPath(ack.id)).IgnoreError();
+    store_->MarkGarbagePossible();  // shared files its SHARED list named, if any
     return;
   }
   if (!ack.status.ok()) {
