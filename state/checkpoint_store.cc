@@ -313,7 +313,9 @@ Status CheckpointStore::Retain(uint32_t retain) const {
   std::vector<SupersededRange> ranges;
   CAIRN_RETURN_IF_ERROR(ReadSuperseded(&ranges));
   std::vector<std::string> names;
-  CAIRN_RETURN_IF_ERROR(ListDir(dir_, &names));
+  Status listed = ListDir(dir_, &names);
+  if (listed.IsNotFound()) return Status::OK();  // no checkpoint to keep or remove
+  CAIRN_RETURN_IF_ERROR(listed);
   // At most `retain` checkpoints of any kind and none superseded: nothing to remove, so no
   // _metadata needs reading (a job keeping many checkpoints would otherwise read every one of
   // them at every completion).

@@ -271,6 +271,13 @@ TEST(CheckpointStore, RetainNeverTouchesIncompleteOrDamaged) {
   EXPECT_TRUE(PathExists(dir / "chk-6/_metadata"));
 }
 
+TEST(CheckpointStore, RetainOfMissingDirIsOk) {
+  ScratchDir dir;
+  CheckpointStore store(dir / "absent");
+  EXPECT_TRUE(store.Retain(3).ok());
+  EXPECT_FALSE(PathExists(dir / "absent"));
+}
+
 TEST(CheckpointStore, RetainZeroIsInvalidAndRemovesNothing) {
   ScratchDir dir;
   CheckpointStore store(dir.path());
