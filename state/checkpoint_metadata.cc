@@ -502,4 +502,19 @@ Status ReadSubtaskState(const std::string& chk_dir, const std::string& file, con
   return ReadChecksummedFile(InCheckpoint(chk_dir, file), out);
 }
 
+std::string SubtaskStatePath(const std::string& chk_dir, const std::string& file) {
+  return file.empty() ? MetadataPath(chk_dir) : InCheckpoint(chk_dir, file);
+}
+
+std::string SubtaskStateDamaged(const std::string& chk_dir, const SubtaskStateHandle& h, const std::string& file,
+                                std::string_view what, std::string_view fails) {
+  std::string out = SubtaskStatePath(chk_dir, file) + ": damaged (";
+  out += what;
+  if (file.empty()) out += " of " + SubtaskStateRelPath(h.operator_id, h.subtask);
+  out += ' ';
+  out += fails;
+  out += ')';
+  return out;
+}
+
 }  // namespace cairn

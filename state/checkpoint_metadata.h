@@ -95,5 +95,11 @@ bool UnescapeMetadataString(std::string_view s, std::string* out);
 // errors) when set, else `in_line` (kept in _metadata). "" when the subtask has none.
 Status ReadSubtaskState(const std::string& chk_dir, const std::string& file, const std::string& in_line,
                         std::string* out);
+// Where that state is, for messages: <chk_dir>/<file>, or <chk_dir>/_metadata when it is inline.
+std::string SubtaskStatePath(const std::string& chk_dir, const std::string& file);
+// Bytes of it that do not decode: "<SubtaskStatePath>: damaged (<what> <fails>)", the subtask
+// named (`<what> of <op>-<i>`) when inline, e.g. "... (list state of tally-1 does not parse)".
+std::string SubtaskStateDamaged(const std::string& chk_dir, const SubtaskStateHandle& h, const std::string& file,
+                                std::string_view what, std::string_view fails);
 
 }  // namespace cairn

@@ -99,15 +99,9 @@ Status PrepareRestore(const JobSpec& spec, const ExecutionPlan& exec, const std:
     CAIRN_RETURN_IF_ERROR(ReadSubtaskState(where, h.channel_state_file, h.channel_state_inline, &bytes));
     if (!bytes.empty()) {
       std::vector<RestoredChannel> out;
-      if (!DecodeChannelState(bytes, &out)) {
-        // As cairn verify: the file, or _metadata for channel state kept inline.
-        const std::string what = h.channel_state_file.empty()
-                                     ? MetadataPath(where) + ": damaged (channel state records of " +
-                                           SubtaskStateRelPath(h.operator_id, h.subtask) + " do not parse)"
-                                     : InCheckpoint(where, h.channel_state_file) +
-                                           ": damaged (channel state records do not parse)";
-        return Status::Corruption(what);
-      }
+      if (!DecodeChannelState(bytes, &out))
+        return Status::Corruption(
+            SubtaskStateDamaged(where, h, h.channel_state_file, "channel state records", "do not parse"));
       for (RestoredChannel& rc : out) recorded.push_back(RecordedChannel{h.subtask, std::move(rc)});
     }
     if (!h.keyed_dir.empty()) {

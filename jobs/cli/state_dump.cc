@@ -113,12 +113,6 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
       });
       CAIRN_RETURN_IF_ERROR(s);
     }
-    // Where a problem with one kind of state is: its file, or _metadata for state kept inline.
-    auto where = [&](const std::string& file, const char* what) {
-      return file.empty() ? MetadataPath(cp.path) + ": damaged (" + what + " of " +
-                                SubtaskStateRelPath(h.operator_id, h.subtask)
-                          : InCheckpoint(cp.path, file) + ": damaged (" + what;
-    };
     std::string bytes;
     CAIRN_RETURN_IF_ERROR(ReadSubtaskState(cp.path, h.operator_state_file, h.operator_state_inline, &bytes));
     if (!bytes.empty()) {
@@ -141,7 +135,7 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
     if (!bytes.empty()) {
       std::vector<ListStateBytes> states;
       if (!DecodeListStates(bytes, &states))
-        return Status::Corruption(where(h.list_state_file, "list state") + " does not parse)");
+        return Status::Corruption(SubtaskStateDamaged(cp.path, h, h.list_state_file, "list state", "does not parse"));
       for (const ListStateBytes& ls : states) {
         const char* mode = ListStateModeName(ls.mode);
         if (json) {
@@ -159,7 +153,8 @@ Status DumpCheckpointState(const std::string& path, const std::string& op, bool 
     if (!bytes.empty()) {
       std::vector<RestoredChannel> channels;
       if (!DecodeChannelState(bytes, &channels))
-        return Status::Corruption(where(h.channel_state_file, "channel state records") + " do not parse)");
+        return Status::Corruption(
+            SubtaskStateDamaged(cp.path, h, h.channel_state_file, "channel state records", "do not parse"));
       for (const RestoredChannel& c : channels) {
         const Schema& sc = *c.schema;
         std::string rec;

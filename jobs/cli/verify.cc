@@ -72,14 +72,12 @@ Verdict VerifyCheckpoint(const std::string& dir, const StateBackend& backend) {
     auto check = [&](const std::string& file, const std::string& in_line, const char* what, const char* fails,
                      const std::function<bool(const std::string&)>& parses) {
       if (file.empty() && in_line.empty()) return;
-      const std::string f = file.empty() ? meta : InCheckpoint(dir, file);
+      const std::string f = SubtaskStatePath(dir, file);
       std::string bytes = in_line;
       const size_t before = v.problems.size();
       if (!file.empty()) VerifyFile(f, &v.problems, &bytes);
       if (v.problems.size() != before || !parses || parses(bytes)) return;
-      v.problems.push_back({f, f + ": damaged (" + what +
-                                   (file.empty() ? " of " + SubtaskStateRelPath(h.operator_id, h.subtask) : "") +
-                                   " " + fails + ")"});
+      v.problems.push_back({f, SubtaskStateDamaged(dir, h, file, what, fails)});
     };
     check(h.operator_state_file, h.operator_state_inline, "operator state", "", nullptr);
     check(h.list_state_file, h.list_state_inline, "list state", "does not parse", [](const std::string& b) {
