@@ -308,7 +308,7 @@ Status CheckpointStore::RemoveIncomplete() const {
   return CollectSharedGarbage(dir_);
 }
 
-Status CheckpointStore::Retain(uint32_t retain) const {
+Status CheckpointStore::Retain(uint32_t retain, CheckpointId newest) const {
   if (retain == 0) return Status::InvalidArgument("checkpoint retention must keep at least 1 checkpoint");
   std::vector<SupersededRange> ranges;
   CAIRN_RETURN_IF_ERROR(ReadSuperseded(&ranges));
@@ -319,13 +319,13 @@ Status CheckpointStore::Retain(uint32_t retain) const {
   // At most `retain` checkpoints of any kind and none superseded: nothing to remove, so no
   // _metadata needs reading (a job keeping many checkpoints would otherwise read every one of
   // them at every completion).
-  const size_t dirs = static_cast<size_t>(std::count_if(names.begin(), names.end(), [](const std::string& n) {
+  const size_t dirs = static_cast<size_t>(std::count_if(names.begin(), names.end(), [newest](const std::string& n) {
     CheckpointId id;
-    return ParseCheckpointDirName(n, &id);
+    return ParseCheckpointDirName(n, &id) && id <= newest;
   }));
   bool removed = false;
   Status s;
-  if (dirs > retain || !ranges.empty()) s = RemoveBeyond(retain, ranges, names, &removed);
+  if (dirs > retain || !ranges.empty()) s = RemoveBeyond(retain, newest, ranges, names, &removed);
   if (removed) garbage_possible_.store(true);
   CAIRN_RETURN_IF_ERROR(s);
   if (removed) CAIRN_RETURN_IF_ERROR(FsyncDir(dir_));
@@ -338,14 +338,15 @@ Status CheckpointStore::Retain(uint32_t retain) const {
   return s;
 }
 
-Status CheckpointStore::RemoveBeyond(uint32_t retain, const std::vector<SupersededRange>& ranges,
+Status CheckpointStore::RemoveBeyond(uint32_t retain, CheckpointId newest, const std::vector<SupersededRange>& ranges,
                                      const std::vector<std::string>& names, bool* removed) const {
   std::vector<CompletedCheckpoint> all;
   CAIRN_RETURN_IF_ERROR(ListCompleted(&all));
+  std::erase_if(all, [newest](const CompletedCheckpoint& c) { return c.metadata.id > newest; });
   if (!ranges.empty()) {
     for (const std::string& name : names) {
       CheckpointId id;
-      if (!ParseCheckpointDirName(name, &id) || !IsDirectory(dir_ + "/" + name)) continue;
+      if (!ParseCheckpointDirName(name, &id) || id > newest || !IsDirectory(dir_ + "/" + name)) continue;
       // Kept while fewer than `retain` completed checkpoints are newer than it.
       const size_t newer = static_cast<size_t>(std::count_if(
           all.begin(), all.end(), [id](const CompletedCheckpoint& c) { return c.metadata.id > id; }));

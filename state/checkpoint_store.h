@@ -72,7 +72,11 @@ class CheckpointStore {
   // the number of checkpoints kept.
   // A superseded checkpoint (see Supersede) is removed the same way once `retain` completed
   // checkpoints newer than it exist (so never before the run that superseded it has its own).
-  Status Retain(uint32_t retain) const;
+  // Only checkpoints with ids <= `newest` are counted, kept or removed: a running job passes
+  // the newest it completed, since a newer directory may be one whose commit is being written
+  // or taken back (CheckpointCoordinator) while retention runs beside it (CheckpointCleaner).
+  Status Retain(uint32_t retain, CheckpointId newest = kNoNewest) const;
+  static constexpr CheckpointId kNoNewest = ~CheckpointId{0};
 
   // Tells the next Retain to collect shared files: the caller removed (part of) a checkpoint
   // directory itself, e.g. what a failed checkpoint's late persist wrote.
@@ -104,7 +108,7 @@ class CheckpointStore {
   Status ReadSuperseded(std::vector<SupersededRange>* out) const;
   // Retain's removals: superseded checkpoints with `retain` completed ones newer, then the
   // oldest completed ones beyond `retain`. `names` lists dir_. *removed once any was started.
-  Status RemoveBeyond(uint32_t retain, const std::vector<SupersededRange>& ranges,
+  Status RemoveBeyond(uint32_t retain, CheckpointId newest, const std::vector<SupersededRange>& ranges,
                       const std::vector<std::string>& names, bool* removed) const;
 
   const std::string dir_;

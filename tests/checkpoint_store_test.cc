@@ -256,6 +256,20 @@ TEST(CheckpointStore, RetainKeepsTheNewestN) {
   EXPECT_EQ(CompletedIds(store), (std::vector<CheckpointId>{10, 11}));
 }
 
+// A running job's retention counts only the checkpoints up to the newest it completed: a newer
+// chk-<id> may be one whose commit is being written, or taken back, beside it.
+TEST(CheckpointStore, RetainCountsAndRemovesOnlyCheckpointsUpToNewest) {
+  ScratchDir dir;
+  CheckpointStore store(dir.path());
+  for (CheckpointId id : {1, 2, 3, 4, 5}) MakeComplete(store, id);
+  ASSERT_TRUE(store.Retain(2, 3).ok());
+  EXPECT_EQ(CompletedIds(store), (std::vector<CheckpointId>{2, 3, 4, 5}));
+  ASSERT_TRUE(store.Retain(1, 4).ok());
+  EXPECT_EQ(CompletedIds(store), (std::vector<CheckpointId>{4, 5}));
+  ASSERT_TRUE(store.Retain(1).ok());  // no bound: every checkpoint counts
+  EXPECT_EQ(CompletedIds(store), (std::vector<CheckpointId>{5}));
+}
+
 TEST(CheckpointStore, RetainNeverTouchesIncompleteOrDamaged) {
   ScratchDir dir;
   CheckpointStore store(dir.path());

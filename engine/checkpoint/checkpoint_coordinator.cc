@@ -55,6 +55,8 @@ CheckpointCoordinator::CheckpointCoordinator(std::string job_name, uint32_t max_
       store_(store),
       tasks_(std::move(tasks)),
       listener_(listener),
+      cleaner_([this](CheckpointId newest) { return store_->Retain(config_.retain, newest); },
+               [this](const Status& s) { listener_->JobFailed(s.WithContext("checkpoint retention")); }),
       next_id_(first_id) {
   for (CheckpointParticipant* t : tasks_)
     if (t->is_source()) sources_.push_back(t);
@@ -72,6 +74,7 @@ void CheckpointCoordinator::Stop() {
   stop_.store(true);
   parker_.Unpark();
   if (thread_.joinable()) thread_.join();
+  cleaner_.Stop();  // the retention of the last completion, if it is still running
   // The thread is gone: answer every savepoint request still open.
   std::vector<SavepointRequest> open;
   {
@@ -421,8 +424,7 @@ void CheckpointCoordinator::Complete(Pending p) {
     AddHistory(std::move(r));
   }
   for (CheckpointParticipant* t : tasks_) t->NotifyCheckpointComplete(m.id);
-  Status rs = store_->Retain(config_.retain);
-  if (!rs.ok()) listener_->JobFailed(rs.WithContext("checkpoint retention"));
+  cleaner_.Request(m.id);
   if (stop_after && !terminating_) {
     // A stop with a savepoint: the sources end the stream right after it (after the
     // notification above, so the sinks commit this checkpoint's output first).

@@ -2,7 +2,8 @@
 // completed checkpoints, and decides when a bounded job may end.
 //
 // A checkpoint goes PendingCheckpoint -> (all tasks acknowledged) -> _metadata committed ->
-// CompletedCheckpoint -> tasks notified -> retention applied. It fails (and its directory is
+// CompletedCheckpoint -> tasks notified -> retention applied (on the CheckpointCleaner's
+// thread, which Stop() drains). It fails (and its directory is
 // removed) when a task declines, it times out, or its metadata cannot be written; more than
 // checkpoint.tolerable_failures consecutive failures fail the job. A checkpoint triggered
 // after every source reported its input finished is final: once it completes with no record in
@@ -26,6 +27,7 @@
 #include "engine/checkpoint/checkpoint_messages.h"
 #include "engine/base/mutex.h"
 #include "engine/base/parker.h"
+#include "engine/checkpoint/checkpoint_cleaner.h"
 #include "engine/checkpoint/checkpoint_config.h"
 #include "state/checkpoint_store.h"
 
@@ -206,6 +208,8 @@ class CheckpointCoordinator {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> final_completed_{false};
+  // Retention after each completion, off the coordinator thread (its passes fail the job).
+  CheckpointCleaner cleaner_;
 
   // Coordinator-thread state: touched by the coordinator thread only (Loop and what it calls).
   CheckpointId next_id_;

@@ -1,0 +1,99 @@
+#include "engine/checkpoint/checkpoint_cleaner.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/base/mutex.h"
+
+namespace cairn {
+namespace {
+
+// What the cleaner's passes were called with, and (optionally) a gate the first pass waits at.
+class Passes {
+ public:
+  Status Run(CheckpointId id) EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      ids_.push_back(id);
+    }
+    if (id == gated_id_) {
+      entered_.set_value();
+      release_.get_future().wait();
+    }
+    auto it = failures_.find(id);
+    return it == failures_.end() ? Status::OK() : it->second;
+  }
+  std::vector<CheckpointId> ids() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return ids_;
+  }
+  CheckpointId gated_id_ = 0;  // set before the cleaner starts
+  std::promise<void> entered_, release_;
+  std::map<CheckpointId, Status> failures_;  // set before the cleaner starts
+
+ private:
+  Mutex mu_;
+  std::vector<CheckpointId> ids_ GUARDED_BY(mu_);
+};
+
+TEST(CheckpointCleaner, RequestsDoNotWaitForAPassAndThoseMadeMeanwhileCoalesce) {
+  Passes passes;
+  passes.gated_id_ = 1;
+  std::future<void> entered = passes.entered_.get_future();
+  CheckpointCleaner cleaner([&](CheckpointId id) { return passes.Run(id); }, nullptr);
+  cleaner.Request(1);
+  entered.wait();  // the pass for 1 runs, held at the gate: Request returned without it
+  cleaner.Request(2);
+  cleaner.Request(3);
+  cleaner.Request(3);
+  cleaner.Request(4);
+  passes.release_.set_value();
+  cleaner.Drain();
+  EXPECT_EQ(passes.ids(), (std::vector<CheckpointId>{1, 4}));  // one more pass, for the newest
+  cleaner.Request(4);  // not newer: no pass
+  cleaner.Request(5);
+  cleaner.Drain();
+  EXPECT_EQ(passes.ids(), (std::vector<CheckpointId>{1, 4, 5}));
+}
+
+TEST(CheckpointCleaner, AFailedPassGoesToOnErrorAndLaterRequestsStillRun) {
+  Passes passes;
+  passes.failures_[1] = Status::IOError("cannot remove chk-1");
+  std::vector<std::string> errors;  // written on the cleaner's thread, read after Drain()
+  Mutex mu;
+  CheckpointCleaner cleaner([&](CheckpointId id) { return passes.Run(id); },
+                            [&](const Status& s) {
+                              MutexLock l(&mu);
+                              errors.push_back(s.message());
+                            });
+  cleaner.Request(1);
+  cleaner.Drain();
+  cleaner.Request(2);
+  cleaner.Drain();
+  EXPECT_EQ(passes.ids(), (std::vector<CheckpointId>{1, 2}));
+  MutexLock l(&mu);
+  EXPECT_EQ(errors, (std::vector<std::string>{"cannot remove chk-1"}));
+}
+
+TEST(CheckpointCleaner, StopRunsTheLastRequestedPassFirst) {
+  Passes passes;
+  {
+    CheckpointCleaner cleaner([&](CheckpointId id) { return passes.Run(id); }, nullptr);
+    cleaner.Request(7);
+    cleaner.Stop();
+    EXPECT_EQ(passes.ids(), (std::vector<CheckpointId>{7}));
+    cleaner.Stop();  // again (as the destructor does): nothing more
+  }
+  EXPECT_EQ(passes.ids(), (std::vector<CheckpointId>{7}));
+  CheckpointCleaner idle([&](CheckpointId id) { return passes.Run(id); }, nullptr);
+  idle.Drain();  // nothing requested: returns at once
+  idle.Stop();
+  EXPECT_EQ(passes.ids(), (std::vector<CheckpointId>{7}));
+}
+
+}  // namespace
+}  // namespace cairn
