@@ -2,12 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "engine/base/mutex.h"
+#include "engine/checkpoint/checkpoint_coordinator.h"
+#include "state/checkpoint_store.h"
+#include "tests/fake_participants.h"
+#include "tests/test_util.h"
 
 namespace cairn {
 namespace {
@@ -93,6 +99,33 @@ TEST(CheckpointCleaner, StopRunsTheLastRequestedPassFirst) {
   idle.Drain();  // nothing requested: returns at once
   idle.Stop();
   EXPECT_EQ(passes.ids(), (std::vector<CheckpointId>{7}));
+}
+
+// The coordinator hands retention to its cleaner: after every completion the newest completed
+// checkpoint is on disk, and once Stop() returns retention has been applied to the last one.
+TEST(CheckpointCoordinatorRetention, KeepsTheNewestCompletedAndStopWaitsForTheLastPass) {
+  testing::ScratchDir dir;
+  CheckpointConfig config;
+  config.interval = Millis(1);
+  config.retain = 1;
+  config.dir = dir / "ck";
+  CheckpointStore store(config.dir);
+  testing::FakeTask source("source", true), sink("sink", false);
+  testing::NoFailure listener;
+  CheckpointCoordinator c("job", 128, config, &store, {&source, &sink}, 1, &listener);
+  c.Start();
+  CheckpointId last = 0;
+  for (int k = 0; k < 20; ++k) {
+    ASSERT_TRUE(testing::PollUntil([&] { return source.triggered() > last; }));
+    const CheckpointId id = source.triggered();
+    c.Acknowledge(testing::Ack(id, 0));
+    c.Acknowledge(testing::Ack(id, 1));
+    ASSERT_TRUE(testing::PollUntil([&] { return c.stats().last_completed_id == id; }));
+    EXPECT_TRUE(std::filesystem::exists(store.CheckpointPath(id) + "/_metadata")) << id;
+    last = id;
+  }
+  c.Stop();
+  EXPECT_EQ(testing::CompletedCheckpointIds(config.dir), (std::set<uint64_t>{last}));
 }
 
 }  // namespace

@@ -12,41 +12,15 @@
 
 #include "engine/checkpoint/checkpoint_coordinator.h"
 #include "state/checkpoint_store.h"
+#include "tests/fake_participants.h"
 #include "tests/test_util.h"
 
 namespace cairn {
 namespace {
 
-class FakeTask : public CheckpointParticipant {
- public:
-  FakeTask(std::string name, bool source) : name_(std::move(name)), source_(source) {}
-  const std::string& name() const override { return name_; }
-  bool is_source() const override { return source_; }
-  void TriggerCheckpoint(const Barrier& b) override { triggered_.store(b.id); }
-  void NotifyCheckpointComplete(CheckpointId id) override { notified_.store(id); }
-  void Terminate() override {}
-  CheckpointId triggered() const { return triggered_.load(); }
-  CheckpointId notified() const { return notified_.load(); }
-
- private:
-  const std::string name_;
-  const bool source_;
-  std::atomic<CheckpointId> triggered_{0};
-  std::atomic<CheckpointId> notified_{0};
-};
-
-class NoFailure : public CheckpointCoordinator::Listener {
- public:
-  void JobFailed(const Status& s) override { ADD_FAILURE() << s.message(); }
-};
-
-TaskAck Ack(CheckpointId id, int task, std::vector<RebalanceCount> counts) {
-  TaskAck a;
-  a.id = id;
-  a.task = task;
-  a.rebalance_counts = std::move(counts);
-  return a;
-}
+using testing::Ack;
+using testing::FakeTask;
+using testing::NoFailure;
 
 TEST(RebalanceCoordinator, CompletesOnlyWhenSentEqualsReceivedOverTheEdge) {
   testing::ScratchDir dir;
