@@ -105,10 +105,8 @@ TEST(CheckpointCleaner, StopRunsTheLastRequestedPassFirst) {
 // checkpoint is on disk, and once Stop() returns retention has been applied to the last one.
 TEST(CheckpointCoordinatorRetention, KeepsTheNewestCompletedAndStopWaitsForTheLastPass) {
   testing::ScratchDir dir;
-  CheckpointConfig config;
-  config.interval = Millis(1);
+  CheckpointConfig config = testing::EveryMillisecondInto(dir / "ck");
   config.retain = 1;
-  config.dir = dir / "ck";
   CheckpointStore store(config.dir);
   testing::FakeTask source("source", true), sink("sink", false);
   testing::NoFailure listener;

@@ -38,6 +38,14 @@ class NoFailure : public CheckpointCoordinator::Listener {
   void JobFailed(const Status& s) override { ADD_FAILURE() << s.message(); }
 };
 
+// Checkpoints every millisecond into `dir`, the rest as configured by default.
+inline CheckpointConfig EveryMillisecondInto(const std::string& dir) {
+  CheckpointConfig config;
+  config.interval = Millis(1);
+  config.dir = dir;
+  return config;
+}
+
 inline TaskAck Ack(CheckpointId id, int task, std::vector<RebalanceCount> counts = {}) {
   TaskAck a;
   a.id = id;

@@ -24,10 +24,8 @@ using testing::NoFailure;
 
 TEST(RebalanceCoordinator, CompletesOnlyWhenSentEqualsReceivedOverTheEdge) {
   testing::ScratchDir dir;
-  CheckpointConfig config;
-  config.interval = Millis(1);
+  CheckpointConfig config = testing::EveryMillisecondInto(dir / "ck");
   config.tolerable_failures = 100;
-  config.dir = dir / "ck";
   CheckpointStore store(config.dir);
   FakeTask producer("producer", true), consumer_a("consumer_a", false), consumer_b("consumer_b", false);
   NoFailure listener;
