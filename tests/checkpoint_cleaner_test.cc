@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/file_util.h"
 #include "engine/base/mutex.h"
 #include "engine/checkpoint/checkpoint_coordinator.h"
 #include "state/checkpoint_store.h"
@@ -124,6 +125,49 @@ TEST(CheckpointCoordinatorRetention, KeepsTheNewestCompletedAndStopWaitsForTheLa
   }
   c.Stop();
   EXPECT_EQ(testing::CompletedCheckpointIds(config.dir), (std::set<uint64_t>{last}));
+}
+
+// A retention pass that fails reaches the listener (the job fails), and retention_failure()
+// keeps it for a listener that only queues it: the cluster coordinator reads it after Stop(),
+// since the final checkpoint's pass may fail after every task ended.
+TEST(CheckpointCoordinatorRetention, AFailedPassReachesTheListenerAndRetentionFailure) {
+  class Failures : public CheckpointCoordinator::Listener {
+   public:
+    void JobFailed(const Status& s) override EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      messages_.push_back(s.message());
+    }
+    std::vector<std::string> messages() EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      return messages_;
+    }
+
+   private:
+    Mutex mu_;
+    std::vector<std::string> messages_ GUARDED_BY(mu_);
+  };
+  testing::ScratchDir dir;
+  CheckpointConfig config = testing::EveryMillisecondInto(dir / "ck");
+  CheckpointStore store(config.dir);
+  // _superseded that cannot be read as a file: every pass fails, the commits do not.
+  ASSERT_TRUE(CreateDirs(config.dir + "/_superseded").ok());
+  testing::FakeTask source("source", true);
+  Failures listener;
+  CheckpointCoordinator c("job", 128, config, &store, {&source}, 1, &listener);
+  EXPECT_TRUE(c.retention_failure().ok());
+  c.Start();
+  ASSERT_TRUE(testing::PollUntil([&] { return source.triggered() >= 1; }));
+  c.Acknowledge(testing::Ack(1, 0));
+  ASSERT_TRUE(testing::PollUntil([&] { return c.stats().last_completed_id == 1; }));
+  c.Stop();
+  EXPECT_TRUE(std::filesystem::exists(store.CheckpointPath(1) + "/_metadata"));
+  const Status failure = c.retention_failure();
+  ASSERT_FALSE(failure.ok());
+  EXPECT_EQ(failure.message().rfind("checkpoint retention: ", 0), 0u) << failure.message();
+  EXPECT_NE(failure.message().find("_superseded"), std::string::npos) << failure.message();
+  const std::vector<std::string> heard = listener.messages();
+  ASSERT_FALSE(heard.empty());
+  EXPECT_EQ(heard.front(), failure.message());
 }
 
 }  // namespace

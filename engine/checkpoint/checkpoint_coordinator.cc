@@ -55,9 +55,9 @@ CheckpointCoordinator::CheckpointCoordinator(std::string job_name, uint32_t max_
       store_(store),
       tasks_(std::move(tasks)),
       listener_(listener),
+      next_id_(first_id),
       cleaner_([this](CheckpointId newest) { return store_->Retain(config_.retain, newest); },
-               [this](const Status& s) { listener_->JobFailed(s.WithContext("checkpoint retention")); }),
-      next_id_(first_id) {
+               [this](const Status& s) { RetentionFailed(s.WithContext("checkpoint retention")); }) {
   for (CheckpointParticipant* t : tasks_)
     if (t->is_source()) sources_.push_back(t);
 }
@@ -147,6 +147,19 @@ std::string CheckpointCoordinator::Describe() const {
 CheckpointStats CheckpointCoordinator::stats() const {
   MutexLock l(&stats_mu_);
   return stats_;
+}
+
+Status CheckpointCoordinator::retention_failure() const {
+  MutexLock l(&stats_mu_);
+  return retention_failure_;
+}
+
+void CheckpointCoordinator::RetentionFailed(const Status& s) {
+  {
+    MutexLock l(&stats_mu_);
+    if (retention_failure_.ok()) retention_failure_ = s;
+  }
+  listener_->JobFailed(s);
 }
 
 void CheckpointCoordinator::Loop() {

@@ -148,6 +148,11 @@ class CheckpointCoordinator {
   size_t in_progress() const { return in_progress_.load(std::memory_order_relaxed); }
 
   CheckpointStats stats() const EXCLUDES(stats_mu_);
+  // The first failure of a retention pass ("checkpoint retention: ..."), OK when none; final
+  // after Stop(), which waits for the last pass. The listener hears of it too, when it happens:
+  // a listener that only queues it (the cluster coordinator) reads this after Stop(), since the
+  // last pass may fail after everything else ended.
+  Status retention_failure() const EXCLUDES(stats_mu_);
   // The pending checkpoints and which tasks have answered, for diagnostics (any thread).
   std::string Describe() const EXCLUDES(describe_mu_);
   bool finished() const { return final_completed_.load(); }
@@ -191,6 +196,8 @@ class CheckpointCoordinator {
   void Fail(CheckpointId id, CheckpointFailureReason reason, const std::string& detail);
   // Tells the abort handler, then removes the checkpoint's directory, _metadata first.
   void Discard(CheckpointId id);
+  // A retention pass failed (the cleaner's thread): keeps the first failure, tells the listener.
+  void RetentionFailed(const Status& s) EXCLUDES(stats_mu_);
 
   // Constant after construction.
   const std::string job_name_;
@@ -208,8 +215,6 @@ class CheckpointCoordinator {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> final_completed_{false};
-  // Retention after each completion, off the coordinator thread (its passes fail the job).
-  CheckpointCleaner cleaner_;
 
   // Coordinator-thread state: touched by the coordinator thread only (Loop and what it calls).
   CheckpointId next_id_;
@@ -232,6 +237,11 @@ class CheckpointCoordinator {
   std::vector<CheckpointRecord> history_ GUARDED_BY(stats_mu_);  // ended ones, oldest first
   std::vector<CheckpointRecord> pending_records_ GUARDED_BY(stats_mu_);
   bool stopped_ GUARDED_BY(stats_mu_) = false;
+  Status retention_failure_ GUARDED_BY(stats_mu_);
+
+  // Retention after each completion, off the coordinator thread (RetentionFailed). Last, so
+  // that its thread ends before the members it uses go.
+  CheckpointCleaner cleaner_;
 };
 
 }  // namespace cairn

@@ -752,6 +752,9 @@ class Coordinator {
       progress_of_ = nullptr;
       // No checkpoint commits after this (a failed generation commits nothing more).
       coordinator->Stop();
+      // The retention of the final checkpoint runs beside the tasks' end: a failure of it
+      // reaches the event queue after Serve returned.
+      if (failure.ok()) failure = coordinator->retention_failure();
       stats_ = coordinator->stats();
       stop_savepoint_ = coordinator->stop_savepoint();
       if (failure.ok() && !coordinator->finished())
