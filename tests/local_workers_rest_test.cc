@@ -86,6 +86,9 @@ TEST_F(LocalWorkersRest, SavepointAndStopThroughTheCoordinatorThenARestoreIsExac
   CheckpointMetadata m;
   ASSERT_TRUE(ReadMetadata(first, &m).ok()) << first;
   EXPECT_EQ(m.kind, "savepoint");
+  // The detail of the latest savepoint is kept even once the history (10 checkpoints, a 50 ms
+  // interval) has moved past it.
+  EXPECT_EQ(Get("/api/checkpoints")["latest_savepoint"]["id"], m.id);
   json detail = Get("/api/checkpoints/" + std::to_string(m.id));
   EXPECT_EQ(detail["kind"], "savepoint");
   EXPECT_EQ(detail["status"], "completed");

@@ -100,6 +100,21 @@ TEST_F(SavepointRestTest, SavepointStopAndRestoreAtAnotherParallelismIsExactlyOn
   json cps = Get("/api/checkpoints");
   EXPECT_EQ(cps["counts"]["failed"], 0);
   EXPECT_TRUE(cps["latest_completed"].is_object());
+  // Once checkpoint.history (10) newer checkpoints pushed it out of the history, the savepoint
+  // is still the latest one, with its detail.
+  const uint64_t sp_id = sp["id"].get<uint64_t>();
+  ASSERT_TRUE(PollUntil([&] {
+    cps = Get("/api/checkpoints");
+    if (!cps["history"].is_array() || cps["history"].empty()) return false;
+    for (const json& r : cps["history"])
+      if (r["id"].get<uint64_t>() <= sp_id) return false;
+    return true;
+  })) << cps.dump();
+  EXPECT_EQ(cps["latest_savepoint"]["id"], sp_id);
+  EXPECT_EQ(cps["latest_savepoint"]["path"], first);
+  detail = Get("/api/checkpoints/" + std::to_string(sp_id));
+  EXPECT_EQ(detail["kind"], "savepoint");
+  EXPECT_EQ(detail["subtasks"].size(), 8u);
 
   // Prometheus text: counters per operator and subtask, the duration histogram.
   auto metrics = client_->Get("/metrics");
@@ -164,6 +179,7 @@ TEST_F(SavepointRestTest, BackpressureShowsOnTheTaskBlockedByASlowOperator) {
 
 TEST_F(SavepointRestTest, BadRequestsGetJsonErrorsAndDrainStopsWithAFinalSavepoint) {
   StartJob();
+  EXPECT_TRUE(Get("/api/checkpoints")["latest_savepoint"].is_null());  // none taken yet
   json e = Get("/api/nothing-here", 404);
   EXPECT_TRUE(e.contains("error")) << e.dump();
   e = Get("/api/checkpoints/999999", 404);

@@ -117,7 +117,13 @@ std::vector<CheckpointRecord> CheckpointCoordinator::History() const {
   return out;
 }
 
+std::optional<CheckpointRecord> CheckpointCoordinator::LatestSavepoint() const {
+  MutexLock l(&stats_mu_);
+  return latest_savepoint_;
+}
+
 void CheckpointCoordinator::AddHistory(CheckpointRecord r) {
+  if (r.kind == "savepoint" && r.status == "completed" && r.failure.empty()) latest_savepoint_ = r;
   history_.push_back(std::move(r));
   const size_t keep = std::max<size_t>(config_.history, 1);
   if (history_.size() > keep) history_.erase(history_.begin(), history_.end() - keep);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <thread>
 #include <iterator>
 #include <vector>
@@ -145,6 +146,10 @@ class CheckpointCoordinator {
   // The latest checkpoint.history checkpoints (completed and failed) and the pending ones,
   // oldest first (any thread).
   std::vector<CheckpointRecord> History() const EXCLUDES(stats_mu_);
+  // The newest completed savepoint whose copy committed, kept apart from the history (as Flink's `latest.savepoint`):
+  // a savepoint stays visible after checkpoint.history periodic checkpoints pushed it out.
+  // nullopt while this coordinator completed none (any thread).
+  std::optional<CheckpointRecord> LatestSavepoint() const EXCLUDES(stats_mu_);
   size_t in_progress() const { return in_progress_.load(std::memory_order_relaxed); }
 
   CheckpointStats stats() const EXCLUDES(stats_mu_);
@@ -236,6 +241,7 @@ class CheckpointCoordinator {
   CheckpointStats stats_ GUARDED_BY(stats_mu_);
   std::vector<CheckpointRecord> history_ GUARDED_BY(stats_mu_);  // ended ones, oldest first
   std::vector<CheckpointRecord> pending_records_ GUARDED_BY(stats_mu_);
+  std::optional<CheckpointRecord> latest_savepoint_ GUARDED_BY(stats_mu_);
   bool stopped_ GUARDED_BY(stats_mu_) = false;
   Status retention_failure_ GUARDED_BY(stats_mu_);
 

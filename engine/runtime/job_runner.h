@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,7 @@ class RunningJob {
   virtual std::vector<TaskView> Tasks() const = 0;
   virtual CheckpointStats checkpoint_stats() const = 0;
   virtual std::vector<CheckpointRecord> checkpoint_history() const = 0;
+  virtual std::optional<CheckpointRecord> latest_savepoint() const = 0;
   virtual size_t checkpoints_in_progress() const = 0;
   // checkpoint.savepoint_dir, or <checkpoint.dir>/savepoints.
   virtual std::string default_savepoint_dir() const = 0;
@@ -92,6 +94,7 @@ class CoordinatedJob : public RunningJob {
   std::string restored_path() const override { return restored_path_; }
   CheckpointStats checkpoint_stats() const override { return coordinator_->stats(); }
   std::vector<CheckpointRecord> checkpoint_history() const override { return coordinator_->History(); }
+  std::optional<CheckpointRecord> latest_savepoint() const override { return coordinator_->LatestSavepoint(); }
   size_t checkpoints_in_progress() const override { return coordinator_->in_progress(); }
   std::string default_savepoint_dir() const override;
   void RequestSavepoint(SavepointRequest r) override;

@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -175,6 +176,12 @@ struct RestServer::Impl {
       if (details != nullptr) (*details)[r.id] = RecordJson(r, true).dump();
     }
     j["history"] = h;
+    // The newest savepoint, also once the history no longer holds it (then its detail too).
+    j["latest_savepoint"] = nullptr;
+    if (std::optional<CheckpointRecord> sp = job->latest_savepoint()) {
+      j["latest_savepoint"] = RecordJson(*sp, false);
+      if (details != nullptr && details->count(sp->id) == 0) (*details)[sp->id] = RecordJson(*sp, true).dump();
+    }
     return j;
   }
 
