@@ -8,7 +8,9 @@
 //                                   left-overs of dead runs are removed at start-up)
 //     shared/<op>-<subtask>/<token>-<n>.sst  SST files of incremental keyed-state checkpoints,
 //                                   referenced by the SHARED lists of one or more chk-<id>/
-//                                   (state/shared_files.h); deleted once none references them
+//                                   (state/shared_files.h); deleted once none references them.
+//                                   shared/ itself is flock()ed by whoever writes a SHARED list
+//                                   and links its files, or collects (any process)
 //     shared/<op>-<subtask>/<token>-changelog.<seq>, <token>-m<id>-<name>  state.changelog:
 //                                   changelog segments and materialization files, listed the
 //                                   same way (state/changelog_segment.h)

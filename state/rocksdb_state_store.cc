@@ -814,6 +814,14 @@ void RocksDbStateStore::AddSharedDirSyncs(const std::string& mine, DeferredSyncs
   syncs->AddDir(options_.shared_dir);
 }
 
+Status RocksDbStateStore::LockShared(SharedFilesLock* lock) {
+  if (!IsDirectory(options_.shared_dir)) {
+    CAIRN_RETURN_IF_ERROR(CreateDirs(options_.shared_dir));
+    shared_dirs_unsynced_ = true;  // until the fsyncs of this checkpoint succeed
+  }
+  return lock->Acquire(options_.shared_dir);
+}
+
 Status RocksDbStateStore::Upload(const std::string& staged, const std::string& checkpoint_dir, uint64_t* bytes) {
   CAIRN_RETURN_IF_ERROR(CreateDirs(checkpoint_dir));
   std::vector<std::string> names;
@@ -841,10 +849,11 @@ Status RocksDbStateStore::Upload(const std::string& staged, const std::string& c
     total += fs::file_size(to, ec);
   }
   {
-    // The list first, then the files: a collection (which holds the same mutex) sees either
-    // neither or both, and a file uploaded by an earlier checkpoint that a collection removed
-    // since (that checkpoint failed) is uploaded again.
-    std::lock_guard<std::mutex> l(SharedFilesMutex());
+    // The list first, then the files: a collection (which holds the same lock, in this
+    // process or another) sees either neither or both, and a file uploaded by an earlier
+    // checkpoint that a collection removed since (that checkpoint failed) is uploaded again.
+    SharedFilesLock lock;
+    CAIRN_RETURN_IF_ERROR(LockShared(&lock));
     CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs, &syncs));
     CAIRN_CRASH_POINT("persist.shared_listed");
     bool made = false;
@@ -1133,9 +1142,10 @@ Status RocksDbStateStore::PersistChangelog(const StateDelta& delta, const std::s
   }
   CAIRN_RETURN_IF_ERROR(CreateDirs(checkpoint_dir));
   {
-    // As Upload: the list first, then the files, under the collection's mutex. A file a
+    // As Upload: the list first, then the files, under the collection's lock. A file a
     // collection removed since an earlier checkpoint failed is linked again from its local copy.
-    std::lock_guard<std::mutex> l(SharedFilesMutex());
+    SharedFilesLock lock;
+    CAIRN_RETURN_IF_ERROR(LockShared(&lock));
     CAIRN_RETURN_IF_ERROR(WriteSharedList(checkpoint_dir, refs, &syncs));
     CAIRN_CRASH_POINT("persist.shared_listed");
     const std::string mine = SharedSubdir();

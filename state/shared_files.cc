@@ -1,6 +1,8 @@
 // Shared files: SHARED lists and their garbage collection.
 #include "state/shared_files.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +22,28 @@ namespace fs = std::filesystem;
 std::mutex& SharedFilesMutex() {
   static std::mutex mu;
   return mu;
+}
+
+SharedFilesLock::~SharedFilesLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+Status SharedFilesLock::Acquire(const std::string& shared_dir) {
+  std::unique_lock<std::mutex> held(SharedFilesMutex());
+  const int fd = ::open(shared_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open shared directory", shared_dir, errno);
+  int r;
+  do {
+    r = ::flock(fd, LOCK_EX);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    const int e = errno;
+    ::close(fd);
+    return Status::FromErrno("cannot lock shared directory", shared_dir, e);
+  }
+  held_ = std::move(held);
+  fd_ = fd;
+  return Status::OK();
 }
 
 Status ReadSharedList(const std::string& keyed_dir, std::vector<SharedFileRef>* out, bool* incremental) {
@@ -61,8 +85,10 @@ Status WriteSharedList(const std::string& keyed_dir, const std::vector<SharedFil
 Status CollectSharedGarbage(const std::string& checkpoint_root, uint64_t* deleted) {
   if (deleted != nullptr) *deleted = 0;
   const std::string shared = SharedDir(checkpoint_root);
+  // No shared directory: nothing to collect (an upload creating it now is not collected).
   if (!IsDirectory(shared)) return Status::OK();
-  std::lock_guard<std::mutex> l(SharedFilesMutex());
+  SharedFilesLock lock;
+  CAIRN_RETURN_IF_ERROR(lock.Acquire(shared));
   // Every reference of every checkpoint on disk.
   std::set<std::string> referenced;
   std::vector<std::string> names;

@@ -12,7 +12,10 @@
 // not: a checkpoint being written counts) references it; the reference counts are rebuilt
 // from the checkpoints on disk at every collection, so they survive restarts and restores.
 // Uploading (write SHARED, then make sure every listed file exists) and collecting hold
-// SharedFilesMutex(), so a collection never deletes a file a checkpoint being written lists.
+// SharedFilesLock, so a collection never deletes a file a checkpoint being written lists: it
+// serializes the threads of one process and, with flock() on the shared directory itself, the
+// processes of one checkpoint directory (a cluster job's workers upload into the directory the
+// coordinator's process collects).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +29,25 @@
 
 namespace cairn {
 
+// The lock of <checkpoint.dir>/shared: SharedFilesMutex() within this process, then an
+// exclusive flock() on the shared directory's own file descriptor across processes (so the
+// layout gains no lock file). Acquire() parks until both are held; the destructor releases
+// them. A failure (the directory cannot be opened or locked) holds nothing.
 std::mutex& SharedFilesMutex();
+class SharedFilesLock {
+ public:
+  SharedFilesLock() = default;
+  ~SharedFilesLock();
+  SharedFilesLock(const SharedFilesLock&) = delete;
+  SharedFilesLock& operator=(const SharedFilesLock&) = delete;
+
+  // `shared_dir` (<checkpoint.dir>/shared) must exist.
+  Status Acquire(const std::string& shared_dir);
+
+ private:
+  std::unique_lock<std::mutex> held_;
+  int fd_ = -1;
+};
 
 // One referenced file: its name in the database (e.g. "000012.sst") and its absolute path.
 struct SharedFileRef {

@@ -1,8 +1,12 @@
 // The keyed-state API (state/keyed_state_api.h) on both backends: every state kind, removal,
 // change tracking, snapshot and restore round trips, restore into the other backend, rescaling,
 // and the shared files of incremental checkpoints (state/shared_files.h).
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/base/file_util.h"
@@ -654,6 +659,55 @@ TEST(SharedFilesTest, CollectionKeepsEveryReferencedFileAndDeletesTheRest) {
   ASSERT_TRUE(CollectSharedGarbage(root, &deleted).ok());
   EXPECT_EQ(deleted, 2u);
   EXPECT_TRUE(FilesBelow(shared).empty());
+}
+
+// The lock is across processes (a cluster job's workers upload into the shared directory the
+// coordinator's process collects): while a forked child holds it, this process cannot flock the
+// directory, and a collection started meanwhile waits for it, so it sees the SHARED list the
+// child writes before releasing and keeps the file that list names.
+TEST(SharedFilesTest, TheLockHoldsAcrossProcessesAndACollectionWaitsForIt) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  const std::string shared = SharedDir(root);
+  ASSERT_TRUE(CreateDirs(shared + "/op-0").ok());
+  const std::string file = shared + "/op-0/a.sst";
+  WriteText(file, "a");  // uploaded, not listed yet: garbage to a collection that runs now
+  const std::string keyed = root + "/chk-1/op-0/keyed";
+  ASSERT_TRUE(CreateDirs(keyed).ok());
+  int locked[2], go[2];
+  ASSERT_EQ(pipe(locked), 0);
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    SharedFilesLock lock;
+    if (!lock.Acquire(shared).ok()) _exit(3);
+    char c = 1;
+    if (write(locked[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(4);
+    if (!WriteSharedList(keyed, {SharedFileRef{"a.sst", file}}).ok()) _exit(5);
+    _exit(0);  // releases the lock
+  }
+  char c = 0;
+  ASSERT_EQ(read(locked[0], &c, 1), 1);
+  const int fd = open(shared.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(flock(fd, LOCK_EX | LOCK_NB), 0);
+  EXPECT_EQ(errno, EWOULDBLOCK);
+  uint64_t deleted = 7;
+  Status collected;
+  std::thread collector([&] { collected = CollectSharedGarbage(root, &deleted); });
+  ASSERT_EQ(write(go[1], &c, 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  collector.join();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_TRUE(collected.ok()) << collected.ToString();
+  EXPECT_EQ(deleted, 0u);
+  EXPECT_TRUE(PathExists(file));
+  // Released with the child: this process takes it now.
+  EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  close(fd);
+  for (int p : {locked[0], locked[1], go[0], go[1]}) close(p);
 }
 
 TEST(SharedFilesTest, ADamagedListKeepsEveryFile) {
