@@ -4,13 +4,13 @@
 //     _lock                         flock()ed by the running job (one job per directory)
 //     _superseded                   ids of checkpoints that may no longer be restored (see
 //                                   CheckpointStore::Supersede)
+//     _shared_lock                  flock()ed, by any process, while a SHARED list is written and
+//                                   its files linked, and while shared/ is collected
 //     _work/<run>/<op>-<subtask>/   working RocksDB of a running job (not part of any checkpoint;
 //                                   left-overs of dead runs are removed at start-up)
 //     shared/<op>-<subtask>/<token>-<n>.sst  SST files of incremental keyed-state checkpoints,
 //                                   referenced by the SHARED lists of one or more chk-<id>/
-//                                   (state/shared_files.h); deleted once none references them.
-//                                   shared/ itself is flock()ed by whoever writes a SHARED list
-//                                   and links its files, or collects (any process)
+//                                   (state/shared_files.h); deleted once none references them
 //     shared/<op>-<subtask>/<token>-changelog.<seq>, <token>-m<id>-<name>  state.changelog:
 //                                   changelog segments and materialization files, listed the
 //                                   same way (state/changelog_segment.h)
@@ -50,6 +50,7 @@ inline constexpr const char* kFailedFileName = "_failed";
 inline constexpr const char* kKeyedStateDirName = "keyed";
 inline constexpr const char* kSharedDirName = "shared";
 inline constexpr const char* kSharedListFileName = "SHARED";
+inline constexpr const char* kSharedLockFileName = "_shared_lock";
 inline constexpr const char* kOperatorStateFileName = "operator.state";
 inline constexpr const char* kListStateFileName = "list.state";
 inline constexpr const char* kChannelStateFileName = "channel.state";

@@ -16,6 +16,7 @@ std::string WorkingStatePath(const std::string& work_dir, const std::string& op,
 }
 
 std::string SharedDir(const std::string& dir) { return dir + "/" + kSharedDirName; }
+std::string SharedLockPath(const std::string& dir) { return dir + "/" + kSharedLockFileName; }
 
 std::string CheckpointDirName(CheckpointId id) { return kCheckpointDirPrefix + std::to_string(id); }
 std::string CheckpointPath(const std::string& dir, CheckpointId id) { return dir + "/" + CheckpointDirName(id); }

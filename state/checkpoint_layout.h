@@ -30,6 +30,9 @@ std::string WorkingStatePath(const std::string& work_dir, const std::string& op,
 // <dir>/shared: the files incremental keyed-state checkpoints share (state/shared_files.h); a
 // subtask uploads into <dir>/shared/<op>-<subtask> (the name of its working directory).
 std::string SharedDir(const std::string& dir);
+// <dir>/_shared_lock: flock()ed around writing a SHARED list with its files and around a
+// collection of shared/, across processes (SharedFilesLock, state/shared_files.h).
+std::string SharedLockPath(const std::string& dir);
 
 // "chk-<id>", and <dir>/chk-<id>.
 std::string CheckpointDirName(CheckpointId id);

@@ -814,12 +814,9 @@ void RocksDbStateStore::AddSharedDirSyncs(const std::string& mine, DeferredSyncs
   syncs->AddDir(options_.shared_dir);
 }
 
-Status RocksDbStateStore::LockShared(SharedFilesLock* lock) {
-  if (!IsDirectory(options_.shared_dir)) {
-    CAIRN_RETURN_IF_ERROR(CreateDirs(options_.shared_dir));
-    shared_dirs_unsynced_ = true;  // until the fsyncs of this checkpoint succeed
-  }
-  return lock->Acquire(options_.shared_dir);
+Status RocksDbStateStore::LockShared(SharedFilesLock* lock) const {
+  // shared_dir is SharedDir(checkpoint.dir): the lock is its parent's.
+  return lock->Acquire(fs::path(options_.shared_dir).parent_path().string());
 }
 
 Status RocksDbStateStore::Upload(const std::string& staged, const std::string& checkpoint_dir, uint64_t* bytes) {

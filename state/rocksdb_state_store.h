@@ -52,10 +52,9 @@ class ColumnFamilyHandle;
 
 namespace cairn {
 
-class SharedFilesLock;
-
 class HeapKeyedStateBackend;
 struct SharedFileRef;
+class SharedFilesLock;
 
 class RocksDbStateStore : public StateStore {
  public:
@@ -151,9 +150,9 @@ class RocksDbStateStore : public StateStore {
   // Adds this database's directory in shared_dir (`mine`) and shared_dir to `syncs` while
   // shared_dirs_unsynced_ (the caller clears it once they are synced).
   void AddSharedDirSyncs(const std::string& mine, DeferredSyncs* syncs) const;
-  // Creates shared_dir if it is missing, then holds its lock (state/shared_files.h), which a
+  // Holds the lock of shared_dir's checkpoint directory (state/shared_files.h), which a
   // collection in this process or another (the coordinator's, for a worker) also takes.
-  Status LockShared(SharedFilesLock* lock);
+  Status LockShared(SharedFilesLock* lock) const;
   std::string SharedSubdir() const;  // this database's directory in shared_dir
   std::string SegmentPath(uint64_t seq) const;  // a local segment
   std::string SharedPath(const Materialization& m, const std::string& name) const;

@@ -19,19 +19,24 @@ namespace cairn {
 
 namespace fs = std::filesystem;
 
+namespace {
+
 std::mutex& SharedFilesMutex() {
   static std::mutex mu;
   return mu;
 }
 
+}  // namespace
+
 SharedFilesLock::~SharedFilesLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the flock
 }
 
-Status SharedFilesLock::Acquire(const std::string& shared_dir) {
+Status SharedFilesLock::Acquire(const std::string& checkpoint_root) {
   std::unique_lock<std::mutex> held(SharedFilesMutex());
-  const int fd = ::open(shared_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("cannot open shared directory", shared_dir, errno);
+  const std::string path = SharedLockPath(checkpoint_root);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("cannot open lock file", path, errno);
   int r;
   do {
     r = ::flock(fd, LOCK_EX);
@@ -39,7 +44,7 @@ Status SharedFilesLock::Acquire(const std::string& shared_dir) {
   if (r != 0) {
     const int e = errno;
     ::close(fd);
-    return Status::FromErrno("cannot lock shared directory", shared_dir, e);
+    return Status::FromErrno("cannot lock", path, e);
   }
   held_ = std::move(held);
   fd_ = fd;
@@ -88,7 +93,7 @@ Status CollectSharedGarbage(const std::string& checkpoint_root, uint64_t* delete
   // No shared directory: nothing to collect (an upload creating it now is not collected).
   if (!IsDirectory(shared)) return Status::OK();
   SharedFilesLock lock;
-  CAIRN_RETURN_IF_ERROR(lock.Acquire(shared));
+  CAIRN_RETURN_IF_ERROR(lock.Acquire(checkpoint_root));
   // Every reference of every checkpoint on disk.
   std::set<std::string> referenced;
   std::vector<std::string> names;

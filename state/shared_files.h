@@ -13,9 +13,9 @@
 // from the checkpoints on disk at every collection, so they survive restarts and restores.
 // Uploading (write SHARED, then make sure every listed file exists) and collecting hold
 // SharedFilesLock, so a collection never deletes a file a checkpoint being written lists: it
-// serializes the threads of one process and, with flock() on the shared directory itself, the
-// processes of one checkpoint directory (a cluster job's workers upload into the directory the
-// coordinator's process collects).
+// serializes the threads of one process and, with flock() on <checkpoint.dir>/_shared_lock,
+// the processes of one checkpoint directory (a cluster job's workers upload into the directory
+// the coordinator's process collects).
 #pragma once
 
 #include <cstdint>
@@ -29,11 +29,11 @@
 
 namespace cairn {
 
-// The lock of <checkpoint.dir>/shared: SharedFilesMutex() within this process, then an
-// exclusive flock() on the shared directory's own file descriptor across processes (so the
-// layout gains no lock file). Acquire() parks until both are held; the destructor releases
-// them. A failure (the directory cannot be opened or locked) holds nothing.
-std::mutex& SharedFilesMutex();
+// The lock of a checkpoint directory's shared files: a mutex within this process, then an
+// exclusive flock() on <checkpoint.dir>/_shared_lock (SharedLockPath, created when missing,
+// never removed; opened read-write, so NFS's emulation of flock() by byte-range locks works
+// too) across processes. Acquire() parks until both are held; the destructor releases them.
+// A failure (the file cannot be opened or locked) holds nothing.
 class SharedFilesLock {
  public:
   SharedFilesLock() = default;
@@ -41,8 +41,8 @@ class SharedFilesLock {
   SharedFilesLock(const SharedFilesLock&) = delete;
   SharedFilesLock& operator=(const SharedFilesLock&) = delete;
 
-  // `shared_dir` (<checkpoint.dir>/shared) must exist.
-  Status Acquire(const std::string& shared_dir);
+  // `checkpoint_root` (checkpoint.dir) must exist.
+  Status Acquire(const std::string& checkpoint_root);
 
  private:
   std::unique_lock<std::mutex> held_;

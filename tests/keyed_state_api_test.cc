@@ -662,9 +662,9 @@ TEST(SharedFilesTest, CollectionKeepsEveryReferencedFileAndDeletesTheRest) {
 }
 
 // The lock is across processes (a cluster job's workers upload into the shared directory the
-// coordinator's process collects): while a forked child holds it, this process cannot flock the
-// directory, and a collection started meanwhile waits for it, so it sees the SHARED list the
-// child writes before releasing and keeps the file that list names.
+// coordinator's process collects): while a forked child holds it, this process cannot flock
+// <checkpoint.dir>/_shared_lock, and a collection started meanwhile waits for it, so it sees
+// the SHARED list the child writes before releasing and keeps the file that list names.
 TEST(SharedFilesTest, TheLockHoldsAcrossProcessesAndACollectionWaitsForIt) {
   ScratchDir dir;
   const std::string root = dir / "ck";
@@ -681,7 +681,7 @@ TEST(SharedFilesTest, TheLockHoldsAcrossProcessesAndACollectionWaitsForIt) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     SharedFilesLock lock;
-    if (!lock.Acquire(shared).ok()) _exit(3);
+    if (!lock.Acquire(root).ok()) _exit(3);
     char c = 1;
     if (write(locked[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(4);
     if (!WriteSharedList(keyed, {SharedFileRef{"a.sst", file}}).ok()) _exit(5);
@@ -689,7 +689,7 @@ TEST(SharedFilesTest, TheLockHoldsAcrossProcessesAndACollectionWaitsForIt) {
   }
   char c = 0;
   ASSERT_EQ(read(locked[0], &c, 1), 1);
-  const int fd = open(shared.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int fd = open(SharedLockPath(root).c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   EXPECT_NE(flock(fd, LOCK_EX | LOCK_NB), 0);
   EXPECT_EQ(errno, EWOULDBLOCK);

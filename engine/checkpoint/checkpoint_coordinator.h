@@ -146,9 +146,9 @@ class CheckpointCoordinator {
   // The latest checkpoint.history checkpoints (completed and failed) and the pending ones,
   // oldest first (any thread).
   std::vector<CheckpointRecord> History() const EXCLUDES(stats_mu_);
-  // The newest completed savepoint whose copy committed, kept apart from the history (as Flink's `latest.savepoint`):
-  // a savepoint stays visible after checkpoint.history periodic checkpoints pushed it out.
-  // nullopt while this coordinator completed none (any thread).
+  // The newest completed savepoint whose copy committed, kept apart from the history (as
+  // Flink's `latest.savepoint`): a savepoint stays visible after checkpoint.history periodic
+  // checkpoints pushed it out. nullopt while this coordinator completed none (any thread).
   std::optional<CheckpointRecord> LatestSavepoint() const EXCLUDES(stats_mu_);
   size_t in_progress() const { return in_progress_.load(std::memory_order_relaxed); }
 
