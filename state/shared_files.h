@@ -32,8 +32,10 @@ namespace cairn {
 // The lock of a checkpoint directory's shared files: a mutex within this process, then an
 // exclusive flock() on <checkpoint.dir>/_shared_lock (SharedLockPath, created when missing,
 // never removed; opened read-write, so NFS's emulation of flock() by byte-range locks works
-// too) across processes. Acquire() parks until both are held; the destructor releases them.
-// A failure (the file cannot be opened or locked) holds nothing.
+// too) across processes. The mutex is not redundant: locally, flock() on two descriptors of
+// one process would exclude its threads too, but NFS's byte-range locks belong to the process
+// and would not. Acquire() parks until both are held; the destructor releases them. A failure
+// (the file cannot be opened or locked) holds nothing.
 class SharedFilesLock {
  public:
   SharedFilesLock() = default;
