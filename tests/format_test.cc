@@ -348,6 +348,29 @@ TEST(RecordFormatTest, LinesOfABatchAreTheLinesOfItsRowsWhateverTheirLengthsAndN
   EXPECT_EQ(got, "pi\t3.25\n\t\n");
 }
 
+TEST(RecordFormatTest, LinesOfATextAndInt64BatchAreTheLinesOfItsRowsAfterANullOrALongRowToo) {
+  // `text<TAB>int64` (the word count's output) has a path of its own, left for the general one
+  // at the first null or over-long row: every case must come out as AppendRecord writes it.
+  for (FieldType text : {FieldType::kString, FieldType::kBytes}) {
+    for (int stop : {-1, 0, 700, 2999}) {  // the row with a null (or none: -1)
+      for (bool long_row : {false, true}) {
+        RecordBatch b(MakeSchema({{"w", text}, {"n", FieldType::kInt64}}));
+        std::mt19937 rng(static_cast<unsigned>(stop + 11));
+        for (int i = 0; i < 3000; ++i) {
+          RecordBatch::RowWriter w = b.AppendRow();
+          const size_t len = long_row && i == 1500 ? 9000 : rng() % 24;
+          if (i != stop || i % 2 == 0) w.SetString(0, std::string(len, static_cast<char>(i % 2 ? 'a' + i % 26 : '\0')));
+          if (i != stop || i % 2 == 1) w.SetInt64(1, static_cast<int64_t>(rng()) - (int64_t{1} << 31));
+        }
+        std::string expected, got = "x", scratch;
+        for (size_t i = 0; i < b.size(); ++i) AppendRecord(RecordWriterOptions{}, b, i, &scratch, &expected);
+        AppendRecords(RecordWriterOptions{}, b, &scratch, &got);
+        EXPECT_EQ(got, "x" + expected) << FieldTypeName(text) << " null at " << stop << " long " << long_row;
+      }
+    }
+  }
+}
+
 TEST(RecordFormatTest, LinesWriteEveryInt64AtEachPowerOfTenBoundaryAsToCharsDoes) {
   // The lines batch path formats int64s itself (digits from the bit length): each number of
   // digits, each side of every power of ten, and both signs.
