@@ -287,6 +287,13 @@ TEST(RocksDbStateStoreTest, CheckpointAfterFastPathRestoreHoldsRestoredAndNewEnt
   EXPECT_EQ(SnapshotEntries(t.chk2), t.union_latest);
 }
 
+// "<prefix><i>" (appended, not `"literal" + std::string`, which GCC 12 warns about wrongly).
+std::string NumberedKey(const char* prefix, int i) {
+  std::string k(prefix);
+  k += std::to_string(i);
+  return k;
+}
+
 // The key ranges [smallest, largest] of the table files of the database `dir` (opened read-only),
 // sorted.
 std::vector<std::pair<std::string, std::string>> FileKeyRanges(const std::string& dir) {
@@ -312,12 +319,12 @@ TEST(RocksDbStateStoreTest, RestoreOfSnapshotWithDisjointFilesGivesEveryEntry) {
   ScratchDir scratch;
   Entries low, high;  // keys of key groups below 64, and of 64 and above
   for (int i = 0; low.size() < 300 || high.size() < 300; ++i) {
-    std::string key = "k" + std::to_string(i);
+    std::string key = NumberedKey("k", i);
     (GroupOf(key) < 64 ? low : high)[key] = i + 1;
   }
   std::string gone;  // a key of the high groups that none of `high` is
   for (int i = 0; gone.empty(); ++i)
-    if (std::string key = "gone" + std::to_string(i); GroupOf(key) >= 64) gone = key;
+    if (std::string key = NumberedKey("gone", i); GroupOf(key) >= 64) gone = key;
   KeyedInt64State state(kMaxParallelism, kAllGroups);
   auto store = CreateStore(scratch / "work");
   Checkpoint(&state, store.get(), low, scratch / "chk-1");
@@ -340,6 +347,88 @@ TEST(RocksDbStateStoreTest, RestoreOfSnapshotWithDisjointFilesGivesEveryEntry) {
   EXPECT_FALSE(restored.Get(gone, &v));
   EXPECT_TRUE(restored.TakeDelta()->entries.empty());
   EXPECT_EQ(SnapshotEntries(scratch / "chk-2"), all);
+}
+
+// A stored entry of the default state: the key group (2 bytes, big-endian), then the key; the
+// value as 8 bytes, little-endian.
+std::pair<std::string, std::string> StoredEntry(const std::string& key, int64_t value) {
+  const uint32_t kg = GroupOf(key);
+  std::string k{static_cast<char>(kg >> 8), static_cast<char>(kg & 0xff)};
+  k += key;
+  std::string v(8, '\0');
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<char>(static_cast<uint64_t>(value) >> (8 * i));
+  return {k, v};
+}
+
+// A database of the default state whose files lie in two levels and overlap: every key written,
+// flushed and compacted into a level below L0, then a third of the keys written again and a
+// fifth once more, each flushed into a file of L0 (newer than the level below, the second
+// newer than the first), and, with `delete_in_newest`, one key deleted in the newest file.
+// Returns the entries it holds.
+Entries WriteLayeredDatabase(const std::string& dir, bool delete_in_newest) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.disable_auto_compactions = true;
+  rocksdb::DB* raw = nullptr;
+  EXPECT_TRUE(rocksdb::DB::Open(o, dir, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  Entries want;
+  auto put = [&](const std::string& key, int64_t value) {
+    auto [k, v] = StoredEntry(key, value);
+    EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
+    want[key] = value;
+  };
+  for (int i = 0; i < 300; ++i) put(NumberedKey("k", i), i + 1);
+  EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  EXPECT_TRUE(db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr).ok());
+  for (int i = 0; i < 300; i += 3) put(NumberedKey("k", i), 1000 + i);
+  EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  for (int i = 0; i < 300; i += 5) put(NumberedKey("k", i), 2000 + i);
+  if (delete_in_newest) {
+    EXPECT_TRUE(db->Delete(rocksdb::WriteOptions(), StoredEntry("k7", 0).first).ok());
+    want.erase("k7");
+  }
+  EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  rocksdb::ColumnFamilyMetaData meta;
+  db->GetColumnFamilyMetaData(&meta);
+  size_t below = 0;
+  for (const auto& level : meta.levels) {
+    if (level.level == 0) {
+      EXPECT_EQ(level.files.size(), 2u);
+    } else {
+      below += level.files.size();
+    }
+  }
+  EXPECT_GT(below, 0u);
+  return want;
+}
+
+// Files that overlap, in two levels, are read through the database (state/rocksdb_state_store.cc,
+// LoadDefaultFamily reads files one by one only when they do not overlap): the newest version of
+// every key comes back.
+TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesGivesTheNewestVersionOfEveryKey) {
+  ScratchDir scratch;
+  const Entries want = WriteLayeredDatabase(scratch / "layered", /*delete_in_newest=*/false);
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = RestoreStore({{scratch / "layered", kAllGroups}}, scratch / "restored", &state);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(StateEntries(state), want);
+  EXPECT_EQ(want.at("k15"), 2015);
+  EXPECT_EQ(want.at("k3"), 1003);
+  EXPECT_EQ(want.at("k1"), 2);
+}
+
+// The same with a deletion in the newest file: the key stays out (read on its own, that file
+// would hide its deletion and an older file's entry would come back).
+TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesWithADeletionLeavesTheKeyOut) {
+  ScratchDir scratch;
+  const Entries want = WriteLayeredDatabase(scratch / "layered", /*delete_in_newest=*/true);
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = RestoreStore({{scratch / "layered", kAllGroups}}, scratch / "restored", &state);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(StateEntries(state), want);
+  int64_t v = 0;
+  EXPECT_FALSE(state.Get("k7", &v));
 }
 
 // Word-count-like state written by 2 subtasks, each holding the keys of its own key groups.
