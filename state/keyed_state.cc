@@ -315,18 +315,20 @@ void KeyedInt64State::LoadEntry(std::string_view key, int64_t value) {
 }
 
 void KeyedInt64State::LoadEntries(const std::string_view* keys, const int64_t* values, size_t n) {
-  constexpr size_t kBatch = 32;
-  uint64_t hashes[kBatch];
-  for (size_t b = 0; b < n; b += kBatch) {
-    const size_t m = std::min(kBatch, n - b);
-    for (size_t i = 0; i < m; ++i) {
-      hashes[i] = KeyHash(keys[b + i]);
-      PrefetchSlot(hashes[i]);
-    }
+  // A chunk's keys hashed first (their bytes lie together), then inserted with the home slot of
+  // the key kAhead places on already on its way: the table of millions of keys misses the cache
+  // on every insert, and a rolling window keeps kAhead misses in flight.
+  constexpr size_t kChunk = 256, kAhead = 16;
+  uint64_t hashes[kChunk];
+  for (size_t b = 0; b < n; b += kChunk) {
+    const size_t m = std::min(kChunk, n - b);
+    for (size_t i = 0; i < m; ++i) hashes[i] = KeyHash(keys[b + i]);
+    for (size_t i = 0; i < std::min(kAhead, m); ++i) PrefetchSlot(hashes[i]);
     // Only an adopted salt is watched: slots between each key's home and its slot.
     const bool watch = adopted_salt_;
     size_t displaced = 0;
     for (size_t i = 0; i < m; ++i) {
+      if (i + kAhead < m) PrefetchSlot(hashes[i + kAhead]);
       if (!Owns(hashes[i])) {
         RecordForeignKey(keys[b + i], hashes[i]);
         continue;

@@ -112,8 +112,9 @@ class KeyedInt64State {
   void Reserve(size_t n);
   // Restore: inserts without marking the entry changed.
   void LoadEntry(std::string_view key, int64_t value);
-  // Restore: LoadEntry of the n entries (keys[i], values[i]), each a distinct key, their home
-  // slots prefetched a batch at a time (memory-level parallelism for a large table).
+  // Restore: LoadEntry of the n entries (keys[i], values[i]), each a distinct key, the home
+  // slot of a later entry prefetched while one is inserted (memory-level parallelism for a
+  // large table).
   void LoadEntries(const std::string_view* keys, const int64_t* values, size_t n);
   // Restore: removes `key` without marking it changed (a removal a changelog segment holds).
   void LoadRemoval(std::string_view key);
