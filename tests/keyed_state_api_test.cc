@@ -284,7 +284,8 @@ TEST_P(KeyedStateApiTest, RedeclaringWithAnotherKindOrTypeIsRefused) {
 
 TEST_P(KeyedStateApiTest, AKeyOfAnotherSubtaskIsNeverStoredAndNamed) {
   Subtask half;
-  Create(GetParam(), root(), dir_ / "work/half-0", KeyGroupRange::ForSubtask(0, kMaxP, 2), &half);
+  ASSERT_NO_FATAL_FAILURE(
+      Create(GetParam(), root(), dir_ / "work/half-0", KeyGroupRange::ForSubtask(0, kMaxP, 2), &half));
   ValueState<int64_t>* v;
   ASSERT_TRUE(half.keyed()->GetValueState("v", &v).ok());
   std::string foreign;
@@ -330,7 +331,8 @@ TEST_P(KeyedStateApiTest, SnapshotRestoreRoundTripOfEveryKindOnBothBackends) {
   for (Mode into : {Mode(Kind::kHeap), Mode(Kind::kRocksDb), Mode(Kind::kHeap, true)}) {
     SCOPED_TRACE("restored into " + ModeName(into));
     Subtask r;
-    Restore(into, root(), {{chk(2), kAll}}, dir_ / ("restored-" + ModeName(into) + "/op-0"), kAll, &r);
+    ASSERT_NO_FATAL_FAILURE(
+        Restore(into, root(), {{chk(2), kAll}}, dir_ / ("restored-" + ModeName(into) + "/op-0"), kAll, &r));
     ValueState<int64_t>* rdef;
     ValueState<std::string>* rv;
     MapState<std::string, int64_t>* rm;
@@ -414,7 +416,7 @@ TEST_P(KeyedStateApiTest, RescaleSplitsEveryStateByKeyGroup) {
   for (uint32_t i = 0; i < 2; ++i) {
     const KeyGroupRange range = KeyGroupRange::ForSubtask(i, kMaxP, 2);
     Subtask old;
-    Create(GetParam(), root(), dir_ / ("old/op-" + std::to_string(i)), range, &old);
+    ASSERT_NO_FATAL_FAILURE(Create(GetParam(), root(), dir_ / ("old/op-" + std::to_string(i)), range, &old));
     ValueState<int64_t>* def;
     MapState<std::string, int64_t>* m;
     ASSERT_TRUE(old.keyed()->GetValueState(kDefaultStateName, &def).ok());
@@ -441,8 +443,8 @@ TEST_P(KeyedStateApiTest, RescaleSplitsEveryStateByKeyGroup) {
         for (const auto& h : snaps)
           if (h.key_groups.Overlaps(range)) mine.push_back(h);
         Subtask r;
-        Restore(into, root(), mine, dir_ / ("p" + std::to_string(p) + ModeName(into) + "/op-" + std::to_string(j)),
-                range, &r);
+        ASSERT_NO_FATAL_FAILURE(Restore(
+            into, root(), mine, dir_ / ("p" + std::to_string(p) + ModeName(into) + "/op-" + std::to_string(j)), range, &r));
         ValueState<int64_t>* def;
         MapState<std::string, int64_t>* m;
         ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &def).ok());
@@ -606,7 +608,7 @@ TEST(SharedFilesTest, UnchangedFilesAreReferencedNotUploadedAgain) {
     ScratchDir dir;
     const std::string root = dir / "ck";
     Subtask s;
-    Create(kind, root, root + "/_work/run-1/op-0", kAll, &s);
+    ASSERT_NO_FATAL_FAILURE(Create(kind, root, root + "/_work/run-1/op-0", kAll, &s));
     ValueState<std::string>* v;
     ASSERT_TRUE(s.keyed()->GetValueState("v", &v).ok());
     for (int i = 0; i < 20000; ++i) v->Put("key" + std::to_string(i), std::string(100, 'x'));
@@ -728,7 +730,7 @@ TEST(SharedFilesTest, AfterOlderCheckpointsAreDeletedTheNewestStillRestores) {
   ScratchDir dir;
   const std::string root = dir / "ck";
   Subtask s;
-  Create(Kind::kRocksDb, root, root + "/_work/run-1/op-0", kAll, &s);
+  ASSERT_NO_FATAL_FAILURE(Create(Kind::kRocksDb, root, root + "/_work/run-1/op-0", kAll, &s));
   ValueState<int64_t>* v;
   ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &v).ok());
   for (int c = 1; c <= 4; ++c) {
@@ -750,7 +752,8 @@ TEST(SharedFilesTest, AfterOlderCheckpointsAreDeletedTheNewestStillRestores) {
   // A restore of it (both backends) works and the state checkpoints again.
   for (Kind into : {Kind::kHeap, Kind::kRocksDb}) {
     Subtask r;
-    Restore(into, root, {{root + "/chk-4/op-0/keyed", kAll}}, root + "/_work/run-2/op-" + KindName(into), kAll, &r);
+    ASSERT_NO_FATAL_FAILURE(
+        Restore(into, root, {{root + "/chk-4/op-0/keyed", kAll}}, root + "/_work/run-2/op-" + KindName(into), kAll, &r));
     ValueState<int64_t>* rv;
     ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rv).ok());
     int64_t n = 0;
@@ -778,7 +781,7 @@ TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadB
   auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
   const Mode never(Kind::kHeap, true, 3600 * 1000);  // no background materialization in this test
   Subtask s;
-  Create(never, root, root + "/_work/run-1/op-0", kAll, &s);
+  ASSERT_NO_FATAL_FAILURE(Create(never, root, root + "/_work/run-1/op-0", kAll, &s));
   ValueState<std::string>* v;
   ListState<int64_t>* l;
   ASSERT_TRUE(s.keyed()->GetValueState("v", &v).ok());
@@ -816,7 +819,7 @@ TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadB
   // A restore at the same parallelism rewrites nothing: its first checkpoint lists the
   // restored checkpoint's segments again, and its own.
   Subtask r;
-  Restore(never, root, {{chk(3), kAll}}, root + "/_work/run-2/op-0", kAll, &r);
+  ASSERT_NO_FATAL_FAILURE(Restore(never, root, {{chk(3), kAll}}, root + "/_work/run-2/op-0", kAll, &r));
   ValueState<int64_t>* rdef;
   ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rdef).ok());
   int64_t n = 0;
@@ -836,7 +839,7 @@ TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadB
   // checkpoint lists that materialization and one segment.
   const KeyGroupRange half = KeyGroupRange::ForSubtask(1, kMaxP, 2);
   Subtask h;
-  Restore(never, root, {{chk(3), kAll}}, root + "/_work/run-2/op-1", half, &h);
+  ASSERT_NO_FATAL_FAILURE(Restore(never, root, {{chk(3), kAll}}, root + "/_work/run-2/op-1", half, &h));
   ValueState<int64_t>* hdef;
   ASSERT_TRUE(h.keyed()->GetValueState(kDefaultStateName, &hdef).ok());
   std::string owned;
@@ -874,7 +877,8 @@ TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadB
   // Both other backends restore the changelog checkpoint.
   for (Kind into : {Kind::kHeap, Kind::kRocksDb}) {
     Subtask o;
-    Restore(into, root, {{chk(4), kAll}}, root + "/_work/run-3/op-" + KindName(into), kAll, &o);
+    ASSERT_NO_FATAL_FAILURE(
+        Restore(into, root, {{chk(4), kAll}}, root + "/_work/run-3/op-" + KindName(into), kAll, &o));
     ValueState<int64_t>* ov;
     ASSERT_TRUE(o.keyed()->GetValueState(kDefaultStateName, &ov).ok());
     ASSERT_TRUE(ov->Get("key12", &n));
@@ -893,7 +897,7 @@ TEST(ChangelogTest, AFailedFsyncOfTheSharedDirectoryIsMadeByTheNextCheckpointTho
   std::string error;
   ASSERT_TRUE(InitStorageFaults(&error)) << error;
   Subtask s;
-  Create(Mode(Kind::kHeap, true, 3600 * 1000), root, root + "/_work/run-1/op-0", kAll, &s);
+  ASSERT_NO_FATAL_FAILURE(Create(Mode(Kind::kHeap, true, 3600 * 1000), root, root + "/_work/run-1/op-0", kAll, &s));
   ValueState<int64_t>* def;
   ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
   for (int i = 0; i < 1000; ++i) def->Put("key" + std::to_string(i), i);
@@ -929,7 +933,7 @@ TEST(ChangelogTest, EveryCheckpointReadsBackItsStateWhileMaterializationsRunBetw
   const std::string root = dir / "ck";
   auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
   Subtask s;
-  Create(Mode(Kind::kHeap, true, 1), root, root + "/_work/run-1/op-0", kAll, &s);
+  ASSERT_NO_FATAL_FAILURE(Create(Mode(Kind::kHeap, true, 1), root, root + "/_work/run-1/op-0", kAll, &s));
   ValueState<int64_t>* def;
   MapState<std::string, int64_t>* m;
   ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
@@ -1267,7 +1271,7 @@ TEST(ChangelogTest, ADamagedSegmentIsCorruptionNamingItAndTheRestoreLeavesNothin
   const std::string root = dir / "ck";
   const std::string keyed = root + "/chk-1/op-0/keyed";
   Subtask s;
-  Create(Mode(Kind::kHeap, true, 3600 * 1000), root, root + "/_work/run-1/op-0", kAll, &s);
+  ASSERT_NO_FATAL_FAILURE(Create(Mode(Kind::kHeap, true, 3600 * 1000), root, root + "/_work/run-1/op-0", kAll, &s));
   ValueState<int64_t>* def;
   ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
   def->Put("a", 1);
