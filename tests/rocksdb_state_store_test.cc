@@ -406,13 +406,20 @@ Entries WriteLayeredDatabase(const std::string& dir, bool delete_in_newest) {
 // Files that overlap, in two levels, are read through the database (state/rocksdb_state_store.cc,
 // LoadDefaultFamily reads files one by one only when they do not overlap): the newest version of
 // every key comes back.
-TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesGivesTheNewestVersionOfEveryKey) {
+// Writes WriteLayeredDatabase's database, restores it into `state` and checks that it holds
+// exactly the expected entries, which it returns.
+Entries RestoreLayered(bool delete_in_newest, KeyedInt64State* state) {
   ScratchDir scratch;
-  const Entries want = WriteLayeredDatabase(scratch / "layered", /*delete_in_newest=*/false);
+  const Entries want = WriteLayeredDatabase(scratch / "layered", delete_in_newest);
+  auto store = RestoreStore({{scratch / "layered", kAllGroups}}, scratch / "restored", state);
+  EXPECT_NE(store, nullptr);
+  EXPECT_EQ(StateEntries(*state), want);
+  return want;
+}
+
+TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesGivesTheNewestVersionOfEveryKey) {
   KeyedInt64State state(kMaxParallelism, kAllGroups);
-  auto store = RestoreStore({{scratch / "layered", kAllGroups}}, scratch / "restored", &state);
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(StateEntries(state), want);
+  const Entries want = RestoreLayered(/*delete_in_newest=*/false, &state);
   EXPECT_EQ(want.at("k15"), 2015);
   EXPECT_EQ(want.at("k3"), 1003);
   EXPECT_EQ(want.at("k1"), 2);
@@ -421,12 +428,9 @@ TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesGivesTheNewestVersionOfEveryKey
 // The same with a deletion in the newest file: the key stays out (read on its own, that file
 // would hide its deletion and an older file's entry would come back).
 TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesWithADeletionLeavesTheKeyOut) {
-  ScratchDir scratch;
-  const Entries want = WriteLayeredDatabase(scratch / "layered", /*delete_in_newest=*/true);
   KeyedInt64State state(kMaxParallelism, kAllGroups);
-  auto store = RestoreStore({{scratch / "layered", kAllGroups}}, scratch / "restored", &state);
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(StateEntries(state), want);
+  const Entries want = RestoreLayered(/*delete_in_newest=*/true, &state);
+  EXPECT_EQ(want.count("k7"), 0u);
   int64_t v = 0;
   EXPECT_FALSE(state.Get("k7", &v));
 }
