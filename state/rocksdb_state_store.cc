@@ -7,6 +7,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
+#include <rocksdb/table_properties.h>
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>
 #include <rocksdb/perf_level.h>
@@ -649,50 +650,141 @@ Status LoadDefaultEntries(rocksdb::Iterator* it, const std::string& snapshot_dir
   return Status::OK();
 }
 
-// The table files of `db`'s default family (db->handles[0]), when reading each of them on its
-// own yields exactly what the family holds: its memtables are empty and no two files' key
-// ranges overlap, so that no key has versions, or a deletion, in two files. Empty otherwise.
-// The caller keeps the files from being deleted (DisableFileDeletions) while it reads them.
-std::vector<std::string> DisjointDefaultFiles(OpenedDb* db) {
+// The table files of `db`'s default family (db->handles[0]) in an order that lets them be read
+// one by one instead of through the database's merging iterator, when its memtables are empty
+// and it has no blob files (nullopt otherwise). When no two files' key ranges overlap, they
+// come in key order and `overlap` is false. Otherwise newest first: level 0's files by sequence
+// number, newest first (nullopt when two share one), then each further level in turn; of two
+// files that hold a key, the earlier one holds its newer version. The caller keeps the files
+// from being deleted (DisableFileDeletions) while it reads them.
+struct DefaultFiles {
+  std::vector<std::string> paths;
+  bool overlap = false;
+};
+std::optional<DefaultFiles> ReadableDefaultFiles(OpenedDb* db) {
   for (const char* p : {"rocksdb.num-entries-active-mem-table", "rocksdb.num-entries-imm-mem-tables"}) {
     uint64_t entries = 0;
-    if (!db->db->GetIntProperty(db->handles[0], p, &entries) || entries != 0) return {};
+    if (!db->db->GetIntProperty(db->handles[0], p, &entries) || entries != 0) return std::nullopt;
   }
   rocksdb::ColumnFamilyMetaData meta;
   db->db->GetColumnFamilyMetaData(db->handles[0], &meta);
-  if (!meta.blob_files.empty()) return {};
+  if (!meta.blob_files.empty()) return std::nullopt;
   std::vector<const rocksdb::SstFileMetaData*> files;
   for (const rocksdb::LevelMetaData& level : meta.levels)
     for (const rocksdb::SstFileMetaData& f : level.files) files.push_back(&f);
+  auto path = [](const rocksdb::SstFileMetaData* f) { return f->directory + "/" + f->relative_filename; };
+  DefaultFiles out;
   // Bytewise key order (the families' comparator), as std::string compares.
-  std::sort(files.begin(), files.end(), [](const auto* a, const auto* b) { return a->smallestkey < b->smallestkey; });
-  std::vector<std::string> paths;
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (i > 0 && !(files[i - 1]->largestkey < files[i]->smallestkey)) return {};
-    paths.push_back(files[i]->directory + "/" + files[i]->relative_filename);
+  std::vector<const rocksdb::SstFileMetaData*> by_key = files;
+  std::sort(by_key.begin(), by_key.end(), [](const auto* a, const auto* b) { return a->smallestkey < b->smallestkey; });
+  for (size_t i = 1; i < by_key.size() && !out.overlap; ++i)
+    out.overlap = !(by_key[i - 1]->largestkey < by_key[i]->smallestkey);
+  if (!out.overlap) {
+    for (const auto* f : by_key) out.paths.push_back(path(f));
+    return out;
   }
-  return paths;
+  for (const rocksdb::LevelMetaData& level : meta.levels) {
+    std::vector<const rocksdb::SstFileMetaData*> in(level.files.size());
+    for (size_t i = 0; i < in.size(); ++i) in[i] = &level.files[i];
+    if (level.level == 0) {
+      std::sort(in.begin(), in.end(), [](const auto* a, const auto* b) { return a->largest_seqno > b->largest_seqno; });
+      for (size_t i = 1; i < in.size(); ++i)
+        if (in[i]->largest_seqno == in[i - 1]->largest_seqno) return std::nullopt;
+    }
+    for (const auto* f : in) out.paths.push_back(path(f));
+  }
+  return out;
 }
 
-// Loads the default family of `db` into `state`. When its files do not overlap
-// (DisjointDefaultFiles), each is read on its own (SstFileReader), which skips the merging
-// iterator a database iterator puts over the files even when there is one: about a tenth of a
-// restore (docs/benchmarks.md, twenty-first round). Otherwise through a database iterator.
+// At most this many overlapping files are merged by LoadMergedFiles, which compares each file's
+// next key for every entry it loads; more (a level 0 that compactions did not keep short) are
+// read through the database's merging iterator, whose heap scales better.
+constexpr size_t kMaxMergedFiles = 8;
+
+// Loads the entries of the table files `paths` (ReadableDefaultFiles: newest first) whose key
+// ranges overlap: merged by key, each key's entry from the first file that holds it. Sets
+// *merged false (and loads nothing) when there are more than kMaxMergedFiles, or a file holds
+// deletions or merge operands, which a file read on its own would not show to the merge.
+Status LoadMergedFiles(const std::vector<std::string>& paths, const rocksdb::Options& o, const std::string& snapshot_dir,
+                       const KeyGroupRange& range, LoadBatch* batch, size_t* n, const std::atomic<bool>* stop,
+                       bool* merged) {
+  struct Cursor {
+    std::unique_ptr<rocksdb::SstFileReader> reader;
+    std::unique_ptr<rocksdb::Iterator> it;
+  };
+  *merged = false;
+  if (paths.size() > kMaxMergedFiles) return Status::OK();
+  std::vector<Cursor> cursors;
+  for (const std::string& p : paths) {
+    Cursor c;
+    c.reader = std::make_unique<rocksdb::SstFileReader>(o);
+    rocksdb::Status s = c.reader->Open(p);
+    if (!s.ok()) return FromRocks(s, "cannot read keyed state restored from", snapshot_dir);
+    const std::shared_ptr<const rocksdb::TableProperties> props = c.reader->GetTableProperties();
+    if (props == nullptr || props->num_deletions != 0 || props->num_range_deletions != 0 ||
+        props->num_merge_operands != 0)
+      return Status::OK();
+    c.it.reset(c.reader->NewIterator(ScanOptions()));
+    c.it->SeekToFirst();
+    cursors.push_back(std::move(c));
+  }
+  *merged = true;
+  const size_t k = cursors.size();
+  std::vector<rocksdb::Slice> keys(k);
+  std::vector<bool> valid(k);
+  for (size_t i = 0; i < k; ++i) {
+    valid[i] = cursors[i].it->Valid();
+    if (valid[i]) keys[i] = cursors[i].it->key();
+  }
+  for (;;) {
+    size_t best = k;
+    for (size_t i = 0; i < k; ++i)
+      if (valid[i] && (best == k || keys[i].compare(keys[best]) < 0)) best = i;  // ties: the newer file
+    if (best == k) break;
+    if (++*n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
+    uint32_t kg;
+    std::string_view key;
+    int64_t value = 0;
+    CAIRN_RETURN_IF_ERROR(DecodeEntry(keys[best], cursors[best].it->value(), snapshot_dir, &kg, &key, &value));
+    if (!range.Contains(kg)) return OutsideRange(snapshot_dir, kg, range);
+    batch->Add(key, value);
+    // The older versions of this key, then the entry itself (its key's bytes go with it).
+    for (size_t i = best + 1; i < k; ++i) {
+      if (!valid[i] || keys[i] != keys[best]) continue;
+      cursors[i].it->Next();
+      valid[i] = cursors[i].it->Valid();
+      if (valid[i]) keys[i] = cursors[i].it->key();
+    }
+    cursors[best].it->Next();
+    valid[best] = cursors[best].it->Valid();
+    if (valid[best]) keys[best] = cursors[best].it->key();
+  }
+  for (const Cursor& c : cursors)
+    if (!c.it->status().ok()) return FromRocks(c.it->status(), "cannot read keyed state restored from", snapshot_dir);
+  return Status::OK();
+}
+
+// Loads the default family of `db` into `state`. Its table files are read one by one
+// (SstFileReader) when ReadableDefaultFiles allows it, which skips the merging iterator a
+// database iterator puts over the files even when there is one (docs/benchmarks.md,
+// twenty-first round): in key order when they do not overlap, merged here (LoadMergedFiles)
+// when they do. Otherwise through a database iterator.
 Status LoadDefaultFamily(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRange& range,
                          KeyedInt64State* state, size_t* n, const std::atomic<bool>* stop) {
   LoadBatch batch(state);
   rocksdb::Status s = db->db->DisableFileDeletions();  // a compaction may start once it is open
   if (!s.ok()) return FromRocks(s, "cannot read keyed state restored from", snapshot_dir);
-  const std::vector<std::string> files = DisjointDefaultFiles(db);
+  const std::optional<DefaultFiles> files = ReadableDefaultFiles(db);
+  const rocksdb::Options o = db->db->GetOptions(db->handles[0]);
   Status st;
-  if (files.empty()) {
-    std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator(ScanOptions(), db->handles[0]));
-    st = LoadDefaultEntries(it.get(), snapshot_dir, range, &batch, n, stop);
-  } else {
-    const rocksdb::Options o = db->db->GetOptions(db->handles[0]);
-    for (size_t i = 0; i < files.size() && st.ok(); ++i) {
+  bool loaded = false;
+  if (files.has_value() && files->overlap) {
+    st = LoadMergedFiles(files->paths, o, snapshot_dir, range, &batch, n, stop, &loaded);
+  } else if (files.has_value()) {
+    loaded = true;
+    for (size_t i = 0; i < files->paths.size() && st.ok(); ++i) {
       rocksdb::SstFileReader reader(o);
-      s = reader.Open(files[i]);
+      s = reader.Open(files->paths[i]);
       if (!s.ok()) {
         st = FromRocks(s, "cannot read keyed state restored from", snapshot_dir);
         break;
@@ -700,6 +792,10 @@ Status LoadDefaultFamily(OpenedDb* db, const std::string& snapshot_dir, const Ke
       std::unique_ptr<rocksdb::Iterator> it(reader.NewIterator(ScanOptions()));
       st = LoadDefaultEntries(it.get(), snapshot_dir, range, &batch, n, stop);
     }
+  }
+  if (st.ok() && !loaded) {
+    std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator(ScanOptions(), db->handles[0]));
+    st = LoadDefaultEntries(it.get(), snapshot_dir, range, &batch, n, stop);
   }
   s = db->db->EnableFileDeletions(/*force=*/false);
   if (st.ok() && !s.ok()) st = FromRocks(s, "cannot read keyed state restored from", snapshot_dir);

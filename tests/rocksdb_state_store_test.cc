@@ -435,6 +435,38 @@ TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesWithADeletionLeavesTheKeyOut) {
   EXPECT_FALSE(state.Get("k7", &v));
 }
 
+// More overlapping files than the restore merges itself (10 flushes into level 0, each
+// rewriting every key whose number it divides): read through the database, the newest version
+// of every key comes back.
+TEST(RocksDbStateStoreTest, RestoreOfTenOverlappingFilesGivesTheNewestVersionOfEveryKey) {
+  ScratchDir scratch;
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.disable_auto_compactions = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, scratch / "many", &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  Entries want;
+  for (int f = 1; f <= 10; ++f) {
+    for (int i = 0; i < 200; i += f) {
+      auto [k, v] = StoredEntry(NumberedKey("k", i), 100 * f + i);
+      ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
+      want[NumberedKey("k", i)] = 100 * f + i;
+    }
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  }
+  rocksdb::ColumnFamilyMetaData meta;
+  db->GetColumnFamilyMetaData(&meta);
+  ASSERT_EQ(meta.levels[0].files.size(), 10u);
+  db.reset();
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = RestoreStore({{scratch / "many", kAllGroups}}, scratch / "restored", &state);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(StateEntries(state), want);
+  EXPECT_EQ(want.at("k60"), 1060);
+  EXPECT_EQ(want.at("k7"), 707);
+}
+
 // Word-count-like state written by 2 subtasks, each holding the keys of its own key groups.
 struct TwoSubtaskCheckpoint {
   ScratchDir scratch;
