@@ -633,18 +633,25 @@ Status OutsideRange(const std::string& snapshot_dir, uint32_t key_group, const K
                             " outside its range " + range.ToString());
 }
 
+// Adds the default-state entry (k, v) of `snapshot_dir` to `batch`; it must lie in `range`.
+Status AddDefaultEntry(const rocksdb::Slice& k, const rocksdb::Slice& v, const std::string& snapshot_dir,
+                       const KeyGroupRange& range, LoadBatch* batch) {
+  uint32_t kg;
+  std::string_view key;
+  int64_t value = 0;
+  CAIRN_RETURN_IF_ERROR(DecodeEntry(k, v, snapshot_dir, &kg, &key, &value));
+  if (!range.Contains(kg)) return OutsideRange(snapshot_dir, kg, range);
+  batch->Add(key, value);
+  return Status::OK();
+}
+
 // Loads the default-state entries `it` yields into `batch` (*n counts them); all must lie in
 // `range`. Gives up (RestoreStopped) once `stop` is set, every kRestoreBatchEntries entries.
 Status LoadDefaultEntries(rocksdb::Iterator* it, const std::string& snapshot_dir, const KeyGroupRange& range,
                           LoadBatch* batch, size_t* n, const std::atomic<bool>* stop) {
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     if (++*n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
-    uint32_t kg;
-    std::string_view key;
-    int64_t value = 0;
-    CAIRN_RETURN_IF_ERROR(DecodeEntry(it->key(), it->value(), snapshot_dir, &kg, &key, &value));
-    if (!range.Contains(kg)) return OutsideRange(snapshot_dir, kg, range);
-    batch->Add(key, value);
+    CAIRN_RETURN_IF_ERROR(AddDefaultEntry(it->key(), it->value(), snapshot_dir, range, batch));
   }
   if (!it->status().ok()) return FromRocks(it->status(), "cannot read keyed state restored from", snapshot_dir);
   return Status::OK();
@@ -675,12 +682,11 @@ std::optional<DefaultFiles> ReadableDefaultFiles(OpenedDb* db) {
   auto path = [](const rocksdb::SstFileMetaData* f) { return f->directory + "/" + f->relative_filename; };
   DefaultFiles out;
   // Bytewise key order (the families' comparator), as std::string compares.
-  std::vector<const rocksdb::SstFileMetaData*> by_key = files;
-  std::sort(by_key.begin(), by_key.end(), [](const auto* a, const auto* b) { return a->smallestkey < b->smallestkey; });
-  for (size_t i = 1; i < by_key.size() && !out.overlap; ++i)
-    out.overlap = !(by_key[i - 1]->largestkey < by_key[i]->smallestkey);
+  std::sort(files.begin(), files.end(), [](const auto* a, const auto* b) { return a->smallestkey < b->smallestkey; });
+  for (size_t i = 1; i < files.size() && !out.overlap; ++i)
+    out.overlap = !(files[i - 1]->largestkey < files[i]->smallestkey);
   if (!out.overlap) {
-    for (const auto* f : by_key) out.paths.push_back(path(f));
+    for (const auto* f : files) out.paths.push_back(path(f));
     return out;
   }
   for (const rocksdb::LevelMetaData& level : meta.levels) {
@@ -742,12 +748,7 @@ Status LoadMergedFiles(const std::vector<std::string>& paths, const rocksdb::Opt
       if (valid[i] && (best == k || keys[i].compare(keys[best]) < 0)) best = i;  // ties: the newer file
     if (best == k) break;
     if (++*n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
-    uint32_t kg;
-    std::string_view key;
-    int64_t value = 0;
-    CAIRN_RETURN_IF_ERROR(DecodeEntry(keys[best], cursors[best].it->value(), snapshot_dir, &kg, &key, &value));
-    if (!range.Contains(kg)) return OutsideRange(snapshot_dir, kg, range);
-    batch->Add(key, value);
+    CAIRN_RETURN_IF_ERROR(AddDefaultEntry(keys[best], cursors[best].it->value(), snapshot_dir, range, batch));
     // The older versions of this key, then the entry itself (its key's bytes go with it).
     for (size_t i = best + 1; i < k; ++i) {
       if (!valid[i] || keys[i] != keys[best]) continue;

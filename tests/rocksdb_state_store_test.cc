@@ -360,18 +360,25 @@ std::pair<std::string, std::string> StoredEntry(const std::string& key, int64_t 
   return {k, v};
 }
 
+// A fresh database at `dir` that compacts only when asked (its files stay where the test puts
+// them); null when it cannot be opened.
+std::unique_ptr<rocksdb::DB> OpenUncompactedDatabase(const std::string& dir) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.disable_auto_compactions = true;
+  rocksdb::DB* raw = nullptr;
+  EXPECT_TRUE(rocksdb::DB::Open(o, dir, &raw).ok());
+  return std::unique_ptr<rocksdb::DB>(raw);
+}
+
 // A database of the default state whose files lie in two levels and overlap: every key written,
 // flushed and compacted into a level below L0, then a third of the keys written again and a
 // fifth once more, each flushed into a file of L0 (newer than the level below, the second
 // newer than the first), and, with `delete_in_newest`, one key deleted in the newest file.
 // Returns the entries it holds.
 Entries WriteLayeredDatabase(const std::string& dir, bool delete_in_newest) {
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.disable_auto_compactions = true;
-  rocksdb::DB* raw = nullptr;
-  EXPECT_TRUE(rocksdb::DB::Open(o, dir, &raw).ok());
-  std::unique_ptr<rocksdb::DB> db(raw);
+  std::unique_ptr<rocksdb::DB> db = OpenUncompactedDatabase(dir);
+  if (db == nullptr) return {};
   Entries want;
   auto put = [&](const std::string& key, int64_t value) {
     auto [k, v] = StoredEntry(key, value);
@@ -403,9 +410,6 @@ Entries WriteLayeredDatabase(const std::string& dir, bool delete_in_newest) {
   return want;
 }
 
-// Files that overlap, in two levels, are read through the database (state/rocksdb_state_store.cc,
-// LoadDefaultFamily reads files one by one only when they do not overlap): the newest version of
-// every key comes back.
 // Writes WriteLayeredDatabase's database, restores it into `state` and checks that it holds
 // exactly the expected entries, which it returns.
 Entries RestoreLayered(bool delete_in_newest, KeyedInt64State* state) {
@@ -417,6 +421,8 @@ Entries RestoreLayered(bool delete_in_newest, KeyedInt64State* state) {
   return want;
 }
 
+// Files that overlap, in two levels, are merged by key (state/rocksdb_state_store.cc,
+// LoadMergedFiles): the newest version of every key comes back.
 TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesGivesTheNewestVersionOfEveryKey) {
   KeyedInt64State state(kMaxParallelism, kAllGroups);
   const Entries want = RestoreLayered(/*delete_in_newest=*/false, &state);
@@ -425,8 +431,9 @@ TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesGivesTheNewestVersionOfEveryKey
   EXPECT_EQ(want.at("k1"), 2);
 }
 
-// The same with a deletion in the newest file: the key stays out (read on its own, that file
-// would hide its deletion and an older file's entry would come back).
+// The same with a deletion in the newest file, which the restore reads through the database:
+// the key stays out (read on its own, that file would hide its deletion and an older file's
+// entry would come back).
 TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesWithADeletionLeavesTheKeyOut) {
   KeyedInt64State state(kMaxParallelism, kAllGroups);
   const Entries want = RestoreLayered(/*delete_in_newest=*/true, &state);
@@ -440,12 +447,8 @@ TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesWithADeletionLeavesTheKeyOut) {
 // of every key comes back.
 TEST(RocksDbStateStoreTest, RestoreOfTenOverlappingFilesGivesTheNewestVersionOfEveryKey) {
   ScratchDir scratch;
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.disable_auto_compactions = true;
-  rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(o, scratch / "many", &raw).ok());
-  std::unique_ptr<rocksdb::DB> db(raw);
+  std::unique_ptr<rocksdb::DB> db = OpenUncompactedDatabase(scratch / "many");
+  ASSERT_NE(db, nullptr);
   Entries want;
   for (int f = 1; f <= 10; ++f) {
     for (int i = 0; i < 200; i += f) {
