@@ -18,7 +18,9 @@
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -27,6 +29,7 @@
 #include <optional>
 #include <random>
 #include <system_error>
+#include <utility>
 
 #include "engine/base/crash_points.h"
 #include "engine/base/file_util.h"
@@ -220,14 +223,37 @@ std::vector<std::string> SegmentPaths(const std::vector<SharedFileRef>& refs) {
 std::string EncodeKey(uint32_t key_group, std::string_view key);
 // The same into *out, reusing its capacity (loops that encode a key per entry).
 void EncodeKeyInto(uint32_t key_group, std::string_view key, std::string* out);
-// The first 8 bytes of EncodeKey(key_group, key) as a big-endian number, zero-padded: of two
-// keys, the one with the smaller prefix sorts first in RocksDB's (bytewise) order; equal
-// prefixes say nothing. key_group < 65536.
-uint64_t KeyOrderPrefix(uint32_t key_group, std::string_view key);
+// An entry of a delta with the first 16 bytes of its EncodeKey (key group, then up to
+// kInlineKeyBytes key bytes) as two big-endian numbers, zero-padded, and its value: what
+// sorting a delta into RocksDB's (bytewise) key order compares and moves, so that an entry
+// whose key has at most kInlineKeyBytes bytes is compared and written out without reading the
+// delta's entry or the key's bytes in the table's arena again (both at random addresses then).
 struct OrderedEntry {
-  uint64_t prefix;  // KeyOrderPrefix of the entry
-  uint32_t index;   // into StateDelta::entries
+  static constexpr size_t kInlineKeyBytes = 14;
+  uint64_t high;            // key group (16 bits), key bytes 0-5
+  uint64_t low;             // key bytes 6-13
+  uint32_t index;           // into StateDelta::entries
+  uint32_t key_length : 31;  // of the key, without the key group (keys < 2 GiB)
+  uint32_t deleted : 1;
+  int64_t value;
+  // Of delta.entries[index].
+  static OrderedEntry Of(const StateDelta& delta, uint32_t index);
+  bool inline_key() const { return key_length <= kInlineKeyBytes; }
+  // EncodeKey(key_group, key) of an inline_key() entry, in out[0, 2 + key_length).
+  void EncodedKey(char out[2 + kInlineKeyBytes]) const;
 };
+// RocksDB's key order, ties (the same key) by position, so that a later entry for a key wins;
+// reads the keys in `delta` only when both are longer than kInlineKeyBytes and their first
+// kInlineKeyBytes bytes are equal.
+bool KeyOrderLess(const StateDelta& delta, const OrderedEntry& x, const OrderedEntry& y);
+// Whether x and y (neighbours in KeyOrderLess) hold the same key.
+bool SameKey(const StateDelta& delta, const OrderedEntry& x, const OrderedEntry& y);
+// Sorts `order` by KeyOrderLess: a radix sort by the bytes of `high` (most significant first,
+// in place, down to buckets of 64K entries; then least significant first, through a 2 MiB
+// buffer), then each run of equal `high` by KeyOrderLess. About twice as fast as std::sort on
+// 100K-1M entries (its log2(n) comparisons per entry are its cost), and its buffer does not
+// grow with the delta (bench: docs/benchmarks.md's twenty-second round).
+void SortInKeyOrder(const StateDelta& delta, std::vector<OrderedEntry>* order);
 void EncodeValue(int64_t value, char out[kValueSize]);
 // Default-state entries written into `db` as one table file built beside the database
 // (`<db>.<suffix>.sst`, its own options) and ingested (moved: a hard link) into it: the table a
@@ -239,6 +265,8 @@ class DefaultStateIngest {
   DefaultStateIngest(rocksdb::DB* db, std::string_view suffix);
   ~DefaultStateIngest();
   Status Add(uint32_t key_group, std::string_view key, int64_t value, bool deleted);
+  // The same with the key already encoded (EncodeKey).
+  Status AddEncoded(const rocksdb::Slice& key, int64_t value, bool deleted);
   // An entry as stored (EncodeKey, EncodeValue): what a scan of another database reads.
   Status AddStored(const rocksdb::Slice& key, const rocksdb::Slice& value);
   Status Finish();
@@ -444,11 +472,114 @@ void EncodeKeyInto(uint32_t key_group, std::string_view key, std::string* out) {
   out->append(key);
 }
 
-uint64_t KeyOrderPrefix(uint32_t key_group, std::string_view key) {
-  uint64_t p = static_cast<uint64_t>(key_group & 0xffff) << 48;
-  const size_t n = std::min<size_t>(key.size(), 6);
-  for (size_t i = 0; i < n; ++i) p |= static_cast<uint64_t>(static_cast<unsigned char>(key[i])) << (40 - 8 * i);
-  return p;
+// The 8 bytes of `v` in the other byte order on a little-endian machine: a big-endian number
+// from its bytes in memory, and back.
+uint64_t BigEndian(uint64_t v) {
+  if constexpr (std::endian::native == std::endian::little) return __builtin_bswap64(v);
+  return v;
+}
+
+OrderedEntry OrderedEntry::Of(const StateDelta& delta, uint32_t index) {
+  const StateDelta::Entry& e = delta.entries[index];
+  const std::string_view key = delta.key(e);
+  char b[16] = {static_cast<char>((e.key_group >> 8) & 0xff), static_cast<char>(e.key_group & 0xff)};
+  if (!key.empty()) std::memcpy(b + 2, key.data(), std::min(key.size(), kInlineKeyBytes));
+  uint64_t high = 0, low = 0;
+  std::memcpy(&high, b, 8);
+  std::memcpy(&low, b + 8, 8);
+  return OrderedEntry{BigEndian(high), BigEndian(low), index, static_cast<uint32_t>(key.size()), e.deleted, e.value};
+}
+
+void OrderedEntry::EncodedKey(char out[2 + kInlineKeyBytes]) const {
+  const uint64_t h = BigEndian(high), l = BigEndian(low);
+  std::memcpy(out, &h, 8);
+  std::memcpy(out + 8, &l, 8);
+}
+
+bool KeyOrderLess(const StateDelta& delta, const OrderedEntry& x, const OrderedEntry& y) {
+  if (x.high != y.high) return x.high < y.high;
+  if (x.low != y.low) return x.low < y.low;
+  // The first 16 encoded bytes are equal (zero-padded). When one key is at most
+  // kInlineKeyBytes long, it is a prefix of the other (or the same key): shorter first.
+  if (x.inline_key() || y.inline_key()) {
+    return x.key_length != y.key_length ? x.key_length < y.key_length : x.index < y.index;
+  }
+  const int c = delta.key(delta.entries[x.index]).compare(delta.key(delta.entries[y.index]));
+  return c != 0 ? c < 0 : x.index < y.index;
+}
+
+bool SameKey(const StateDelta& delta, const OrderedEntry& x, const OrderedEntry& y) {
+  if (x.high != y.high || x.low != y.low || x.key_length != y.key_length) return false;
+  return x.inline_key() || delta.key(delta.entries[x.index]) == delta.key(delta.entries[y.index]);
+}
+
+// Byte `d` of x.high (0: the least significant): a radix sort's digit.
+unsigned Digit(const OrderedEntry& x, int d) { return static_cast<unsigned>(x.high >> (8 * d)) & 0xff; }
+
+// Sorts the n entries at `a` by digits [0, top] of `high` (least significant first, a digit
+// they all share skipped), through `spare` (room for n), then each run of equal `high` by
+// `less`.
+template <typename Less>
+void SortBucket(OrderedEntry* a, size_t n, int top, OrderedEntry* spare, const Less& less) {
+  std::array<std::array<size_t, 256>, 8> counts;
+  for (int d = 0; d <= top; ++d) counts[d].fill(0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int d = 0; d <= top; ++d) ++counts[d][Digit(a[i], d)];
+  }
+  OrderedEntry* from = a;
+  OrderedEntry* to = spare;
+  for (int d = 0; d <= top; ++d) {
+    std::array<size_t, 256>& at = counts[d];
+    if (at[Digit(from[0], d)] == n) continue;
+    size_t sum = 0;
+    for (size_t& c : at) sum += std::exchange(c, sum);
+    for (size_t i = 0; i < n; ++i) to[at[Digit(from[i], d)]++] = from[i];  // stable
+    std::swap(from, to);
+  }
+  if (from != a) std::copy(from, from + n, a);
+  for (size_t i = 0; i < n;) {
+    size_t end = i + 1;
+    while (end < n && a[end].high == a[i].high) ++end;
+    if (end - i > 1) std::sort(a + i, a + end, less);
+    i = end;
+  }
+}
+
+constexpr size_t kSortBucket = size_t{1} << 16;  // entries: a 2 MiB spare buffer
+
+// Sorts the n entries at `a`, equal in the digits of `high` above `top`: in place by digit
+// `top` (each entry swapped into its bucket), then each bucket likewise; a bucket of at most
+// kSortBucket entries by SortBucket, which streams (faster than swapping) through `spare`.
+template <typename Less>
+void SortByDigits(OrderedEntry* a, size_t n, int top, OrderedEntry* spare, const Less& less) {
+  if (n <= 64 || top < 0) return std::sort(a, a + n, less);
+  if (n <= kSortBucket) return SortBucket(a, n, top, spare, less);
+  std::array<size_t, 256> count{};
+  for (size_t i = 0; i < n; ++i) ++count[Digit(a[i], top)];
+  if (count[Digit(a[0], top)] == n) return SortByDigits(a, n, top - 1, spare, less);
+  std::array<size_t, 256> next, end;
+  size_t sum = 0;
+  for (size_t b = 0; b < 256; ++b) {
+    next[b] = sum;
+    sum += count[b];
+    end[b] = sum;
+  }
+  for (unsigned b = 0; b < 256; ++b) {
+    while (next[b] < end[b]) {  // place the entry at next[b], and the one it displaces, ...
+      OrderedEntry e = a[next[b]];
+      for (unsigned t = Digit(e, top); t != b; t = Digit(e, top)) std::swap(e, a[next[t]++]);
+      a[next[b]++] = e;
+    }
+  }
+  for (size_t b = 0, start = 0; b < 256; start += count[b++]) {
+    if (count[b] > 1) SortByDigits(a + start, count[b], top - 1, spare, less);
+  }
+}
+
+void SortInKeyOrder(const StateDelta& delta, std::vector<OrderedEntry>* order) {
+  std::vector<OrderedEntry> spare(std::min(order->size(), kSortBucket));
+  SortByDigits(order->data(), order->size(), 7, spare.data(),
+               [&](const OrderedEntry& x, const OrderedEntry& y) { return KeyOrderLess(delta, x, y); });
 }
 
 void EncodeValue(int64_t value, char out[kValueSize]) {
@@ -475,11 +606,15 @@ Status DefaultStateIngest::Open() {
 }
 
 Status DefaultStateIngest::Add(uint32_t key_group, std::string_view key, int64_t value, bool deleted) {
-  CAIRN_RETURN_IF_ERROR(Open());
   EncodeKeyInto(key_group, key, &key_);
+  return AddEncoded(key_, value, deleted);
+}
+
+Status DefaultStateIngest::AddEncoded(const rocksdb::Slice& key, int64_t value, bool deleted) {
+  CAIRN_RETURN_IF_ERROR(Open());
   char v[kValueSize];
   EncodeValue(value, v);
-  rocksdb::Status s = deleted ? writer_->Delete(key_) : writer_->Put(key_, rocksdb::Slice(v, kValueSize));
+  rocksdb::Status s = deleted ? writer_->Delete(key) : writer_->Put(key, rocksdb::Slice(v, kValueSize));
   if (!s.ok()) return FromRocks(s, "cannot write", file_);
   return Status::OK();
 }
@@ -507,19 +642,22 @@ Status DefaultStateIngest::Finish() {
 
 Status IngestSorted(rocksdb::DB* db, const StateDelta& delta, const std::vector<OrderedEntry>& order) {
   DefaultStateIngest ingest(db, "ingest");
-  // The entries and their keys are read in key order, at random addresses: the entry 16 and
-  // the key 8 places ahead are already on their way to the cache.
+  // A short key is in `order` itself. A long one is read in the arena, at a random address:
+  // the long key 8 places ahead is already on its way to the cache.
   const size_t n = order.size();
+  char inline_key[kKeyGroupPrefixSize + OrderedEntry::kInlineKeyBytes];
   for (size_t i = 0; i < n; ++i) {
-    if (i + 16 < n) __builtin_prefetch(&delta.entries[order[i + 16].index]);
-    if (i + 8 < n) __builtin_prefetch(delta.key(delta.entries[order[i + 8].index]).data());
-    const StateDelta::Entry& e = delta.entries[order[i].index];
-    const std::string_view k = delta.key(e);
-    if (i + 1 < n) {  // the same key again later: that entry wins
-      const StateDelta::Entry& next = delta.entries[order[i + 1].index];
-      if (next.key_group == e.key_group && delta.key(next) == k) continue;
+    if (i + 8 < n && !order[i + 8].inline_key()) __builtin_prefetch(delta.key(delta.entries[order[i + 8].index]).data());
+    const OrderedEntry& o = order[i];
+    if (i + 1 < n && SameKey(delta, o, order[i + 1])) continue;  // the same key again later: that entry wins
+    if (o.inline_key()) {
+      o.EncodedKey(inline_key);
+      const rocksdb::Slice key(inline_key, kKeyGroupPrefixSize + o.key_length);
+      CAIRN_RETURN_IF_ERROR(ingest.AddEncoded(key, o.value, o.deleted));
+    } else {
+      const StateDelta::Entry& e = delta.entries[o.index];
+      CAIRN_RETURN_IF_ERROR(ingest.Add(e.key_group, delta.key(e), o.value, o.deleted));
     }
-    CAIRN_RETURN_IF_ERROR(ingest.Add(e.key_group, k, e.value, e.deleted));
   }
   return ingest.Finish();
 }
@@ -1051,20 +1189,16 @@ Status RocksDbStateStore::PersistAndCheckpoint(const StateDelta& delta, const st
   // As Restore: the memtable inserts below otherwise count RocksDB's perf counters per key.
   rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
   if (!delta.empty()) {
-    // In key order: RocksDB inserts sorted keys into its memtable about 3x cheaper than random
-    // ones (bench: BM_PersistDeltaSorted). Sorted by KeyOrderPrefix first, so that most
-    // comparisons read no key (the keys lie at random in the table's arena); then by the keys,
-    // then by position, so that a later entry for a key still wins.
+    // In key order: a table file takes its keys sorted, and RocksDB inserts sorted keys into
+    // its memtable about 3x cheaper than random ones (bench: BM_PersistDeltaSorted). Each key
+    // is read once here (the keys lie at random in the table's arena); the sort compares the
+    // copies of their first 14 bytes, which hold the whole of most keys.
     std::vector<OrderedEntry> order(delta.entries.size());
     for (uint32_t i = 0; i < order.size(); ++i) {
       if (i + 8 < order.size()) __builtin_prefetch(delta.key(delta.entries[i + 8]).data());
-      order[i] = OrderedEntry{KeyOrderPrefix(delta.entries[i].key_group, delta.key(delta.entries[i])), i};
+      order[i] = OrderedEntry::Of(delta, i);
     }
-    std::sort(order.begin(), order.end(), [&](const OrderedEntry& x, const OrderedEntry& y) {
-      if (x.prefix != y.prefix) return x.prefix < y.prefix;
-      const int c = delta.key(delta.entries[x.index]).compare(delta.key(delta.entries[y.index]));
-      return c != 0 ? c < 0 : x.index < y.index;
-    });
+    SortInKeyOrder(delta, &order);
     if (delta.named.empty()) {
       // The default state only (the word count's): the sorted entries become one table file,
       // ingested, instead of memtable inserts and a flush that writes the same file.

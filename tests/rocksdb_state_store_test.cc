@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -194,6 +195,46 @@ TEST(RocksDbStateStoreTest, LaterEntryForAKeyListedTwiceInOneDeltaWins) {
   Status st = store->PersistAndCheckpoint(delta, scratch / "chk-2", &bytes);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(SnapshotEntries(scratch / "chk-2"), (Entries{{"x", 3}, {"y", 4}}));
+}
+
+// The delta is sorted into RocksDB's key order on copies of each key's first 14 bytes: keys
+// that differ only past them, or only in trailing zero bytes, or that are prefixes of one
+// another, still come out in order (the table file's writer refuses any other), each key once,
+// its last entry winning.
+TEST(RocksDbStateStoreTest, KeysAlikeInTheirFirstFourteenBytesAreWrittenInKeyOrder) {
+  ScratchDir scratch;
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = CreateStore(scratch / "work");
+  using namespace std::string_literals;
+  std::vector<std::string> keys = {""s, "\0"s, "\0\0"s, "a"s, "a\0"s, "a\0\0"s,
+                                   "abcdefghijklm"s, "abcdefghijklmn"s,  // 13 and 14 bytes
+                                   "abcdefghijklmno"s, "abcdefghijklmnop"s, "abcdefghijklmnoq"s,
+                                   "abcdefghijklmn\0"s, "abcdefghijklmn\0\0"s, "abcdefghijklm\0"s,
+                                   "abcdefghijklmn\xff"s, "\xff\xff"s};
+  // Many more (enough that the sort first splits them by key group in place): short and long
+  // keys over a small alphabet with 0 and 255, so that equal 14-byte beginnings are common.
+  std::mt19937 rng(7);
+  const char alphabet[] = {'\0', 'a', 'b', '\xff'};
+  for (int i = 0; i < 70000; ++i) {
+    std::string k(rng() % 20, 'a');
+    for (char& c : k) c = alphabet[rng() % 4];
+    keys.push_back(k);
+  }
+  StateDelta delta;
+  Entries expected;
+  int64_t value = 0;
+  for (const std::string& k : keys) {  // each key listed once or twice, the later entry winning
+    for (int times = 0; times < 1 + static_cast<int>(k.size() % 2); ++times) {
+      ++value;
+      delta.entries.push_back(StateDelta::Entry{GroupOf(k), false, static_cast<uint32_t>(k.size()), delta.keys.size(), value});
+      delta.keys.append(k);
+      expected[k] = value;
+    }
+  }
+  uint64_t bytes = 0;
+  Status st = store->PersistAndCheckpoint(delta, scratch / "chk", &bytes);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(SnapshotEntries(scratch / "chk"), expected);
 }
 
 TEST(RocksDbStateStoreTest, CreateRefusesAnExistingDirectory) {
