@@ -18,6 +18,7 @@
 
 #include "engine/checkpoint/checkpointed_input_gate.h"
 #include "engine/dataflow/channel.h"
+#include "engine/net/acceptor.h"
 #include "engine/net/frame.h"
 
 namespace cairn::net {
@@ -166,6 +167,34 @@ TEST(NetEndpointTest, ParsesHostAndPort) {
     EXPECT_THAT(s.message(), HasSubstr("--coordinator")) << bad;
     EXPECT_THAT(s.message(), HasSubstr("HOST:PORT")) << bad;
   }
+}
+
+// A worker's data port: held by a reservation, listened on by one generation after another,
+// and refused to a socket that asks for it without SO_REUSEADDR (as a connection's local
+// port would be taken).
+TEST(PortReservationTest, HoldsAPortThatEachGenerationListensOnInTurn) {
+  PortReservation reservation;
+  ASSERT_TRUE(reservation.Reserve(Endpoint{"127.0.0.1", 0}).ok());
+  const uint16_t port = reservation.port();
+  ASSERT_NE(port, 0);
+  for (int generation = 0; generation < 3; ++generation) {
+    Transport t(0);
+    Status s = t.Listen(Endpoint{"127.0.0.1", port});
+    ASSERT_TRUE(s.ok()) << "generation " << generation << ": " << s.ToString();
+    EXPECT_EQ(t.port(), port);
+    asio::io_context io;
+    asio::ip::tcp::socket client(io);
+    asio::error_code ec;
+    client.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    EXPECT_FALSE(ec) << "generation " << generation << ": " << ec.message();
+  }
+  asio::io_context io;
+  asio::ip::tcp::acceptor other(io);
+  asio::error_code ec;
+  other.open(asio::ip::tcp::v4(), ec);
+  ASSERT_FALSE(ec);
+  other.bind(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  EXPECT_EQ(ec, asio::error::address_in_use);
 }
 
 // Two workers (0 and 1) on loopback; the test plays the producer tasks of one and the consumer

@@ -301,7 +301,10 @@ struct Transport::Impl {
 Transport::Transport(uint32_t worker) : impl_(std::make_unique<Impl>(worker)) {}
 Transport::~Transport() { Stop(); }
 
-Status OpenAcceptor(asio::io_context* io, tcp::acceptor* acceptor, const Endpoint& at) {
+namespace {
+
+// Opens `socket` and binds it to `at` with SO_REUSEADDR; `what` names the step in errors.
+Status BindReusable(asio::io_context* io, tcp::acceptor* socket, const Endpoint& at, std::string_view what) {
   asio::error_code ec;
   auto addr = asio::ip::make_address(at.host, ec);
   tcp::endpoint ep;
@@ -313,12 +316,29 @@ Status OpenAcceptor(asio::io_context* io, tcp::acceptor* acceptor, const Endpoin
   } else {
     ep = tcp::endpoint(addr, at.port);
   }
-  acceptor->open(ep.protocol(), ec);
-  if (!ec) acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor->bind(ep, ec);
-  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  socket->open(ep.protocol(), ec);
+  if (!ec) socket->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) socket->bind(ep, ec);
+  if (ec) return Status::IOError(std::string(what) + " " + at.ToString() + ": " + ec.message());
+  return Status::OK();
+}
+
+}  // namespace
+
+Status OpenAcceptor(asio::io_context* io, tcp::acceptor* acceptor, const Endpoint& at) {
+  CAIRN_RETURN_IF_ERROR(BindReusable(io, acceptor, at, "cannot listen on"));
+  asio::error_code ec;
+  acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return Status::IOError("cannot listen on " + at.ToString() + ": " + ec.message());
   return Status::OK();
+}
+
+Status PortReservation::Reserve(const Endpoint& at) { return BindReusable(&io_, &socket_, at, "cannot bind"); }
+
+uint16_t PortReservation::port() const {
+  asio::error_code ec;
+  auto ep = socket_.local_endpoint(ec);
+  return ec ? 0 : ep.port();
 }
 
 Status Transport::Listen(const Endpoint& at) { return OpenAcceptor(&impl_->io, &impl_->acceptor, at); }

@@ -16,6 +16,7 @@
 #include "engine/base/parker.h"
 #include "engine/checkpoint/snapshot_persister.h"
 #include "engine/dataflow/operator_capabilities.h"
+#include "engine/net/acceptor.h"
 #include "engine/net/transport.h"
 #include "engine/runtime/deploy.h"
 #include "engine/runtime/execution_plan.h"
@@ -199,16 +200,15 @@ int RunWorker(const WorkerOptions& opt) {
     return 1;
   }
   if (opt.listen.empty()) data = net::Endpoint{link->local_host(), 0};
-  if (data.port == 0) {
-    // A port for the data plane, kept for every generation (each one listens on it anew).
-    net::Transport probe(0);
-    s = probe.Listen(data);
-    if (!s.ok()) {
-      Log(s.message());
-      return 1;
-    }
-    data.port = probe.port();
+  // The data plane's port, held for every generation (each one listens on it anew) from now
+  // until this process ends, so that no other socket takes it in between.
+  net::PortReservation data_port;
+  s = data_port.Reserve(data);
+  if (!s.ok()) {
+    Log(s.message());
+    return 1;
   }
+  data.port = data_port.port();
   s = link->Send({{"type", "register"}, {"gen", 0}, {"addr", data.ToString()}, {"pid", getpid()}});
   if (!s.ok()) {
     Log(s.message());
