@@ -2,6 +2,7 @@
 #include "state/changelog_segment.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <climits>
 #include <cassert>
@@ -235,12 +236,11 @@ class EntrySet {
     ++count_;
   }
   // True when no entry of the same (state, key group, key) is in the set; then out->back()
-  // (which the caller just appended) is added.
-  bool AddLast() {
+  // (which the caller just appended; `h` its EntryHash) is added.
+  bool AddLast(uint64_t h) {
     Grow();
     const uint32_t idx = static_cast<uint32_t>(out_->size() - 1);
     const ChangelogEntry& e = (*out_)[idx];
-    const uint64_t h = EntryHash(e);
     const uint32_t tag = Tag(h);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
@@ -251,6 +251,18 @@ class EntrySet {
       }
       if (s.tag == tag && SameEntry((*out_)[s.index], e)) return false;
     }
+  }
+  // Memory-level parallelism for a look-up of hash `h` (hints only, as the set may grow before
+  // it): its home slot; once that is loaded, the entry the slot names; once that is loaded,
+  // the entry's key.
+  void PrefetchSlot(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
+  void PrefetchEntry(uint64_t h) const {
+    const uint32_t idx = slots_[h & mask_].index;
+    if (idx != kEmpty) __builtin_prefetch(&(*out_)[idx]);
+  }
+  void PrefetchKey(uint64_t h) const {
+    const uint32_t idx = slots_[h & mask_].index;
+    if (idx != kEmpty) __builtin_prefetch((*out_)[idx].key.data());
   }
 
  private:
@@ -283,6 +295,49 @@ class EntrySet {
   size_t count_ = 0;
 };
 
+// The entries of an older segment on their way into `out` through `seen`, kDepth at a time:
+// an entry's home slot is prefetched when it comes, the entry that slot names kDepth / 2
+// entries later, that entry's key 3 * kDepth / 4 entries later, and the look-up is made
+// kDepth entries later, when all three are likely in the cache. A segment's entries lie in
+// the writer's slot order, so their slots here, and the entries those name, are at random.
+class OlderEntries {
+ public:
+  OlderEntries(EntrySet* seen, std::vector<ChangelogEntry>* out) : seen_(seen), out_(out) {}
+  void Add(const ChangelogEntry& e) {
+    if (n_ == kDepth) AddOldest();
+    const uint64_t h = EntryHash(e);
+    seen_->PrefetchSlot(h);
+    const size_t at = (head_ + n_) % kDepth;
+    pending_[at] = Pending{e, h};
+    ++n_;
+    if (n_ > kDepth / 2) seen_->PrefetchEntry(pending_[(at + kDepth - kDepth / 2) % kDepth].hash);
+    if (n_ > 3 * kDepth / 4) seen_->PrefetchKey(pending_[(at + kDepth - 3 * kDepth / 4) % kDepth].hash);
+  }
+  // Adds the entries still pending, in order.
+  void Finish() {
+    while (n_ > 0) AddOldest();
+  }
+
+ private:
+  static constexpr size_t kDepth = 16;
+  struct Pending {
+    ChangelogEntry entry;
+    uint64_t hash = 0;
+  };
+  void AddOldest() {
+    const Pending& p = pending_[head_];
+    out_->push_back(p.entry);
+    if (!seen_->AddLast(p.hash)) out_->pop_back();
+    head_ = (head_ + 1) % kDepth;
+    --n_;
+  }
+  EntrySet* const seen_;
+  std::vector<ChangelogEntry>* const out_;
+  std::array<Pending, kDepth> pending_;
+  size_t head_ = 0;
+  size_t n_ = 0;
+};
+
 }  // namespace
 
 Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vector<std::string>* buffers,
@@ -295,11 +350,19 @@ Status CoalesceChangelogSegments(const std::vector<std::string>& paths, std::vec
   for (size_t i = paths.size(); i-- > 0;) {
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::Aborted("stopped");
     const bool newest = i + 1 == paths.size();
-    CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(paths[i], &(*buffers)[i], [&](const ChangelogEntry& e) {
-      out->push_back(e);
-      if (!newest && !seen->AddLast()) out->pop_back();
-      return Status::OK();
-    }));
+    if (newest) {
+      CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(paths[i], &(*buffers)[i], [&](const ChangelogEntry& e) {
+        out->push_back(e);
+        return Status::OK();
+      }));
+    } else {
+      OlderEntries older(seen.get(), out);
+      CAIRN_RETURN_IF_ERROR(ReadChangelogSegment(paths[i], &(*buffers)[i], [&](const ChangelogEntry& e) {
+        older.Add(e);
+        return Status::OK();
+      }));
+      older.Finish();
+    }
     if (newest && paths.size() > 1) {
       // The newest segment's entries into the set (they are distinct), sized for them: the
       // older segments of a state whose keys all change add few.
