@@ -295,11 +295,11 @@ class EntrySet {
   size_t count_ = 0;
 };
 
-// The entries of an older segment on their way into `out` through `seen`, kDepth at a time:
-// an entry's home slot is prefetched when it comes, the entry that slot names kDepth / 2
-// entries later, that entry's key 3 * kDepth / 4 entries later, and the look-up is made
-// kDepth entries later, when all three are likely in the cache. A segment's entries lie in
-// the writer's slot order, so their slots here, and the entries those name, are at random.
+// The entries of an older segment on their way into `out` through `seen`, each looked up
+// kDepth entries after it came: its home slot is prefetched when it comes, the entry that slot
+// names kDepth / 2 entries later, that entry's key 3 * kDepth / 4 entries later, so that all
+// three are likely in the cache at the look-up. A segment's entries lie in the writer's slot
+// order, so their slots here, and the entries those name, are at random.
 class OlderEntries {
  public:
   OlderEntries(EntrySet* seen, std::vector<ChangelogEntry>* out) : seen_(seen), out_(out) {}
