@@ -230,6 +230,8 @@ void EncodeKeyInto(uint32_t key_group, std::string_view key, std::string* out);
 // delta's entry or the key's bytes in the table's arena again (both at random addresses then).
 struct OrderedEntry {
   static constexpr size_t kInlineKeyBytes = 14;
+  static constexpr size_t kEncodedBytes = kKeyGroupPrefixSize + kInlineKeyBytes;  // high, low
+  static_assert(kEncodedBytes == 2 * sizeof(uint64_t));
   uint64_t high;            // key group (16 bits), key bytes 0-5
   uint64_t low;             // key bytes 6-13
   uint32_t index;           // into StateDelta::entries
@@ -239,8 +241,9 @@ struct OrderedEntry {
   // Of delta.entries[index].
   static OrderedEntry Of(const StateDelta& delta, uint32_t index);
   bool inline_key() const { return key_length <= kInlineKeyBytes; }
-  // EncodeKey(key_group, key) of an inline_key() entry, in out[0, 2 + key_length).
-  void EncodedKey(char out[2 + kInlineKeyBytes]) const;
+  // EncodeKey(key_group, key) of an inline_key() entry, in
+  // out[0, kKeyGroupPrefixSize + key_length).
+  void EncodedKey(char out[kEncodedBytes]) const;
 };
 // RocksDB's key order, ties (the same key) by position, so that a later entry for a key wins;
 // reads the keys in `delta` only when both are longer than kInlineKeyBytes and their first
@@ -482,15 +485,15 @@ uint64_t BigEndian(uint64_t v) {
 OrderedEntry OrderedEntry::Of(const StateDelta& delta, uint32_t index) {
   const StateDelta::Entry& e = delta.entries[index];
   const std::string_view key = delta.key(e);
-  char b[16] = {static_cast<char>((e.key_group >> 8) & 0xff), static_cast<char>(e.key_group & 0xff)};
-  if (!key.empty()) std::memcpy(b + 2, key.data(), std::min(key.size(), kInlineKeyBytes));
+  char b[kEncodedBytes] = {static_cast<char>((e.key_group >> 8) & 0xff), static_cast<char>(e.key_group & 0xff)};
+  if (!key.empty()) std::memcpy(b + kKeyGroupPrefixSize, key.data(), std::min(key.size(), kInlineKeyBytes));
   uint64_t high = 0, low = 0;
   std::memcpy(&high, b, 8);
   std::memcpy(&low, b + 8, 8);
   return OrderedEntry{BigEndian(high), BigEndian(low), index, static_cast<uint32_t>(key.size()), e.deleted, e.value};
 }
 
-void OrderedEntry::EncodedKey(char out[2 + kInlineKeyBytes]) const {
+void OrderedEntry::EncodedKey(char out[kEncodedBytes]) const {
   const uint64_t h = BigEndian(high), l = BigEndian(low);
   std::memcpy(out, &h, 8);
   std::memcpy(out + 8, &l, 8);
@@ -645,7 +648,7 @@ Status IngestSorted(rocksdb::DB* db, const StateDelta& delta, const std::vector<
   // A short key is in `order` itself. A long one is read in the arena, at a random address:
   // the long key 8 places ahead is already on its way to the cache.
   const size_t n = order.size();
-  char inline_key[kKeyGroupPrefixSize + OrderedEntry::kInlineKeyBytes];
+  char inline_key[OrderedEntry::kEncodedBytes];
   for (size_t i = 0; i < n; ++i) {
     if (i + 8 < n && !order[i + 8].inline_key()) __builtin_prefetch(delta.key(delta.entries[order[i + 8].index]).data());
     const OrderedEntry& o = order[i];
