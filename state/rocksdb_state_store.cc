@@ -78,6 +78,12 @@ rocksdb::Options WorkDbOptions(const StateBackendOptions& opts) {
   o.max_background_jobs = 2;
   o.write_buffer_size = opts.write_buffer;
   o.max_write_buffer_number = 2;
+  // Levels sized from the last one down, which then holds most of the data: a table file
+  // ingested over the whole key range (a delta, or a materialization) goes to level 0 and is
+  // compacted into the last level. With static sizes each such file went one level above the
+  // last and stayed there, below its level's target size: up to six stale copies of the
+  // state, all read by a restore (docs/benchmarks.md, twenty-third round).
+  o.level_compaction_dynamic_level_bytes = true;
   o.max_manifest_file_size = 4 << 20;  // a checkpoint copies the MANIFEST: keep it small
   o.keep_log_file_num = 2;
   o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
@@ -1336,6 +1342,9 @@ Status RocksDbStateStore::MaterializeOnce(const std::vector<uint64_t>& seqs) {
       &stopping_));
   rocksdb::Status s = FlushFamilies(db_, families_);
   if (!s.ok()) return FromRocks(s, "cannot flush keyed state in", dir_);
+  // Not when staging a restored database (no segments): its files are the restored ones.
+  if (!seqs.empty()) CAIRN_RETURN_IF_ERROR(CompactSortedRuns());
+  CAIRN_CRASH_POINT("materialize.compacted");
   Materialization m;
   CAIRN_RETURN_IF_ERROR(Stage(&m.dir));
   CAIRN_RETURN_IF_ERROR(ListDir(m.dir, &m.files));
@@ -1346,6 +1355,40 @@ Status RocksDbStateStore::MaterializeOnce(const std::vector<uint64_t>& seqs) {
   m.up_to = seqs.empty() ? current_.up_to : seqs.back();
   if (!current_.dir.empty()) retired_.emplace_back(current_.id, current_.dir);
   current_ = std::move(m);
+  return Status::OK();
+}
+
+Status RocksDbStateStore::CompactSortedRuns() {
+  // Runs: each file of level 0, and each other level that holds files.
+  constexpr double kCompactRunsAt = 1.5;
+  constexpr size_t kMaxSortedRuns = 4;
+  rocksdb::ColumnFamilyMetaData meta;
+  db_->GetColumnFamilyMetaData(db_->DefaultColumnFamily(), &meta);
+  size_t runs = 0;
+  uint64_t total = 0, largest = 0;
+  for (const rocksdb::LevelMetaData& level : meta.levels) {
+    uint64_t bytes = 0;
+    for (const rocksdb::SstFileMetaData& f : level.files) {
+      bytes += f.size;
+      if (level.level == 0) {
+        ++runs;
+        largest = std::max<uint64_t>(largest, f.size);
+      }
+    }
+    if (level.level != 0 && bytes != 0) {
+      ++runs;
+      largest = std::max(largest, bytes);
+    }
+    total += bytes;
+  }
+  if (runs < 2 || (static_cast<double>(total) < kCompactRunsAt * static_cast<double>(largest) && runs <= kMaxSortedRuns))
+    return Status::OK();
+  rocksdb::CompactRangeOptions o;
+  o.exclusive_manual_compaction = false;  // RocksDB's own compactions go on meanwhile
+  o.canceled = &stopping_;
+  rocksdb::Status s = db_->CompactRange(o, db_->DefaultColumnFamily(), nullptr, nullptr);
+  if (stopping_.load(std::memory_order_relaxed)) return Status::Aborted("stopped");
+  if (!s.ok()) return FromRocks(s, "cannot compact keyed state in", dir_);
   return Status::OK();
 }
 

@@ -146,6 +146,12 @@ class RocksDbStateStore : public StateStore {
   // Applies the local segments `seqs` (ascending), flushes and stages a new
   // materialization (materializer thread, or restore before it starts).
   Status MaterializeOnce(const std::vector<uint64_t>& seqs) EXCLUDES(mu_);
+  // The materializer, after it applied segments: merges the default state's sorted runs into
+  // one when they add up to kCompactRunsAt times the largest or number more than
+  // kMaxSortedRuns (each materialization ingests a file over the whole key range, which RocksDB
+  // would otherwise keep as a run of its own: a restore would read every one). Gives up
+  // (Aborted) once stopping_ is set.
+  Status CompactSortedRuns();
   bool ChangelogOn() const;
   // Adds this database's directory in shared_dir (`mine`) and shared_dir to `syncs` while
   // shared_dirs_unsynced_ (the caller clears it once they are synced).

@@ -56,6 +56,7 @@ const CrashScenario kScenarios[] = {
     {"restore.midway", 1, false, {}, true},
     // Changelog checkpoints (state.changelog), materialized every 50 ms.
     {"persist.changelog_written", 3, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
+    {"materialize.compacted", 2, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
     {"materialize.staged", 2, false, {"state.changelog=true", "state.materialize_interval=50ms"}},
 };
 

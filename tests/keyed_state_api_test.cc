@@ -1206,6 +1206,110 @@ TEST(ChangelogTest, TheSegmentsOutgrowingTheRatioTimesTheStateStartAMaterializat
   }
 }
 
+// The id of the materialization a keyed snapshot lists (its non-table files are named
+// "<token>-m<id>-<name>" in shared/: RocksDbStateStore::SharedPath), 0 when it lists none, and
+// how many table files it lists.
+void ListedMaterialization(const std::string& keyed_dir, uint64_t* id, size_t* tables) {
+  std::vector<SharedFileRef> refs;
+  bool incremental = false;
+  ASSERT_TRUE(ReadSharedList(keyed_dir, &refs, &incremental).ok());
+  *id = 0;
+  *tables = 0;
+  for (const auto& r : refs) {
+    if (r.name.size() > 4 && r.name.compare(r.name.size() - 4, 4, ".sst") == 0) ++*tables;
+    const std::string file = std::filesystem::path(r.path).filename().string();
+    const size_t m = file.find("-m");
+    if (!IsChangelogSegmentName(r.name) && m != std::string::npos && r.name.find(".sst") == std::string::npos)
+      *id = std::max<uint64_t>(*id, std::strtoull(file.c_str() + m + 2, nullptr, 10));
+  }
+}
+
+// Each materialization ingests one table file over the whole key range. The materializer
+// merges them (CompactSortedRuns): when every key changes between materializations, each
+// checkpoint after the second lists one table file, not one per materialization; when few
+// keys change, at most four (kMaxSortedRuns). The state read back is the newest either way.
+TEST(ChangelogTest, MaterializationsDoNotPileUpTableFiles) {
+  for (int changed : {2000, 20}) {
+    SCOPED_TRACE(std::to_string(changed) + " keys changed a checkpoint");
+    ScratchDir dir;
+    const std::string root = dir / "ck";
+    auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
+    StateBackendOptions o = Options(Mode(Kind::kHeap, true, 1), root);  // materialized every millisecond
+    Subtask s;
+    ASSERT_TRUE(NewStateBackend(o)->CreateKeyed(root + "/_work/run-1/op-0", kMaxP, kAll, &s.s).ok());
+    ValueState<int64_t>* def;
+    ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+    std::map<std::string, int64_t> want;
+    int c = 0;
+    auto put = [&](int first, int n) {
+      for (int i = first; i < first + n; ++i) {
+        const std::string key = "key" + std::to_string(i % 2000);
+        def->Put(key, c * 10000 + i);
+        want[key] = c * 10000 + i;
+      }
+    };
+    put(0, 2000);
+    uint64_t id = 0;
+    size_t tables = 0, most = 0;
+    // Until a checkpoint lists the eighth materialization (the first is of the empty database).
+    ASSERT_TRUE(PollUntil([&] {
+      ++c;
+      put(c * changed, changed);
+      s.Checkpoint(chk(c));
+      ListedMaterialization(chk(c), &id, &tables);
+      if (id >= 3) most = std::max(most, tables);
+      return id >= 8;
+    })) << "checkpoint " << c << " lists materialization " << id;
+    if (changed == 2000) {
+      EXPECT_EQ(tables, 1u) << "checkpoint " << c;
+      EXPECT_EQ(most, 1u);
+    } else {
+      EXPECT_LE(most, 4u);
+    }
+    Subtask r;
+    ASSERT_TRUE(NewStateBackend(o)->RestoreKeyed({{chk(c), kAll}}, root + "/_work/run-2/op-0", kMaxP, kAll, &r.s, nullptr).ok());
+    ValueState<int64_t>* rdef;
+    ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rdef).ok());
+    for (const auto& [key, value] : want) {
+      int64_t v = 0;
+      ASSERT_TRUE(rdef->Get(key, &v)) << key;
+      EXPECT_EQ(v, value) << key;
+    }
+  }
+}
+
+// RocksDB-delta checkpoints ingest each delta as a table file over the whole key range: RocksDB
+// merges them into its last level (level_compaction_dynamic_level_bytes), so once its
+// compactions are done a checkpoint lists the last level's file and level 0's few (fewer than
+// its compaction trigger, 4), not one file per level as with static level sizes (where the
+// first six deltas stayed for good).
+TEST(RocksDbDeltaTest, IngestedDeltasAreMergedIntoTheLastLevel) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
+  const Mode mode(Kind::kHeap, false);
+  Subtask s;
+  ASSERT_NO_FATAL_FAILURE(Create(mode, root, root + "/_work/run-1/op-0", kAll, &s));
+  ValueState<int64_t>* def;
+  ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  int c = 0;
+  for (; c < 10;) {
+    ++c;
+    for (int i = 0; i < 2000; ++i) def->Put("key" + std::to_string(i), c * 10000 + i);
+    s.Checkpoint(chk(c));
+  }
+  uint64_t id = 0;
+  size_t tables = 0;
+  ASSERT_TRUE(PollUntil([&] {
+    s.Checkpoint(chk(++c));  // nothing changed: the database's files as they are now
+    ListedMaterialization(chk(c), &id, &tables);
+    return tables > 0 && tables <= 4;
+  })) << "checkpoint " << c << " lists " << tables << " table files";
+  auto all = ReadAll(chk(c));
+  ASSERT_EQ(all.size(), 2000u);
+  EXPECT_EQ(all.at("value/int64/|key7|"), std::string(ReadAll(chk(10)).at("value/int64/|key7|")));
+}
+
 // The pre-flight (VerifySnapshot) passes every sound checkpoint, with and without a
 // materialization and of either path, changes nothing, and names a listed file that is missing.
 TEST(ChangelogTest, VerifySnapshotPassesSoundCheckpointsAndNamesAMissingFile) {

@@ -25,6 +25,7 @@ const CrashPointInfo kCrashPoints[] = {
     {"sink.commit", "the file sink renamed its first pending file of a completed checkpoint, not yet the rest"},
     {"retention.cleanup", "retention removed an old checkpoint's _metadata, not yet its state files"},
     {"retention.shared", "the collection of shared files deleted one unreferenced file, not yet the others"},
+    {"materialize.compacted", "state.changelog: a background materialization's segments applied and its table files merged (when due), not yet staged"},
     {"materialize.staged", "state.changelog: a background materialization staged, no checkpoint lists it yet"},
     {"restore.midway", "restore rebuilt the first keyed subtask's working state, not yet the others"},
 };
