@@ -1251,7 +1251,7 @@ TEST(ChangelogTest, MaterializationsDoNotPileUpTableFiles) {
     put(0, 2000);
     uint64_t id = 0;
     size_t tables = 0, most = 0;
-    // Until a checkpoint lists the eighth materialization (the first is of the empty database).
+    // Until a checkpoint lists the eighth materialization.
     ASSERT_TRUE(PollUntil([&] {
       ++c;
       put(c * changed, changed);
