@@ -227,6 +227,8 @@ std::vector<std::string> SegmentPaths(const std::vector<SharedFileRef>& refs) {
 }
 
 std::string EncodeKey(uint32_t key_group, std::string_view key);
+// EncodeKey's first kKeyGroupPrefixSize bytes: the key group, big-endian.
+void PutKeyGroupPrefix(uint32_t key_group, char out[kKeyGroupPrefixSize]);
 // The same into *out, reusing its capacity (loops that encode a key per entry).
 void EncodeKeyInto(uint32_t key_group, std::string_view key, std::string* out);
 // An entry of a delta with the first 16 bytes of its EncodeKey (key group, then up to
@@ -473,11 +475,17 @@ std::string EncodeKey(uint32_t key_group, std::string_view key) {
   return k;
 }
 
+void PutKeyGroupPrefix(uint32_t key_group, char out[kKeyGroupPrefixSize]) {
+  out[0] = static_cast<char>((key_group >> 8) & 0xff);
+  out[1] = static_cast<char>(key_group & 0xff);
+}
+
 void EncodeKeyInto(uint32_t key_group, std::string_view key, std::string* out) {
   out->clear();
   out->reserve(kKeyGroupPrefixSize + key.size());
-  out->push_back(static_cast<char>((key_group >> 8) & 0xff));
-  out->push_back(static_cast<char>(key_group & 0xff));
+  char prefix[kKeyGroupPrefixSize];
+  PutKeyGroupPrefix(key_group, prefix);
+  out->append(prefix, kKeyGroupPrefixSize);
   out->append(key);
 }
 
@@ -491,7 +499,8 @@ uint64_t BigEndian(uint64_t v) {
 OrderedEntry OrderedEntry::Of(const StateDelta& delta, uint32_t index) {
   const StateDelta::Entry& e = delta.entries[index];
   const std::string_view key = delta.key(e);
-  char b[kEncodedBytes] = {static_cast<char>((e.key_group >> 8) & 0xff), static_cast<char>(e.key_group & 0xff)};
+  char b[kEncodedBytes] = {};
+  PutKeyGroupPrefix(e.key_group, b);
   if (!key.empty()) std::memcpy(b + kKeyGroupPrefixSize, key.data(), std::min(key.size(), kInlineKeyBytes));
   uint64_t high = 0, low = 0;
   std::memcpy(&high, b, 8);

@@ -1216,10 +1216,13 @@ void ListedMaterialization(const std::string& keyed_dir, uint64_t* id, size_t* t
   *id = 0;
   *tables = 0;
   for (const auto& r : refs) {
-    if (r.name.size() > 4 && r.name.compare(r.name.size() - 4, 4, ".sst") == 0) ++*tables;
+    if (r.name.ends_with(".sst")) {
+      ++*tables;
+      continue;
+    }
     const std::string file = std::filesystem::path(r.path).filename().string();
     const size_t m = file.find("-m");
-    if (!IsChangelogSegmentName(r.name) && m != std::string::npos && r.name.find(".sst") == std::string::npos)
+    if (!IsChangelogSegmentName(r.name) && m != std::string::npos)
       *id = std::max<uint64_t>(*id, std::strtoull(file.c_str() + m + 2, nullptr, 10));
   }
 }
