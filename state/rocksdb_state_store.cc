@@ -1,6 +1,5 @@
 // RocksDbStateStore: persists keyed-state deltas into a per-subtask RocksDB and takes RocksDB
 // checkpoints of it; restores from one snapshot by hard links, or from several by rewriting.
-#include <algorithm>
 #include "state/rocksdb_state_store.h"
 
 #include <rocksdb/cache.h>
@@ -18,6 +17,7 @@
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -858,15 +858,19 @@ std::optional<DefaultFiles> ReadableDefaultFiles(OpenedDb* db) {
   return out;
 }
 
-// At most this many overlapping files are merged by LoadMergedFiles, which compares each file's
-// next key for every entry it loads; more (a level 0 that compactions did not keep short) are
-// read through the database's merging iterator, whose heap scales better.
-constexpr size_t kMaxMergedFiles = 8;
+// At most this many overlapping files are merged by LoadMergedFiles (more than a level 0 at
+// RocksDB's stop trigger, 36 by default, plus the levels below it); more are read through the
+// database's iterator. Their read-ahead buffers share kMergeReadahead, down to
+// kMinMergeReadahead a file.
+constexpr size_t kMaxMergedFiles = 64;
+constexpr size_t kMergeReadahead = 16 << 20;
+constexpr size_t kMinMergeReadahead = 256 << 10;
 
 // Loads the entries of the table files `paths` (ReadableDefaultFiles: newest first) whose key
-// ranges overlap: merged by key, each key's entry from the first file that holds it. Sets
-// *merged false (and loads nothing) when there are more than kMaxMergedFiles, or a file holds
-// deletions or merge operands, which a file read on its own would not show to the merge.
+// ranges overlap: merged by key through a heap of the files' next keys, each key's entry from
+// the first file that holds it. Sets *merged false (and loads nothing) when there are more than
+// kMaxMergedFiles, or a file holds deletions or merge operands, which a file read on its own
+// would not show to the merge.
 Status LoadMergedFiles(const std::vector<std::string>& paths, const rocksdb::Options& o, const std::string& snapshot_dir,
                        const KeyGroupRange& range, LoadBatch* batch, size_t* n, const std::atomic<bool>* stop,
                        bool* merged) {
@@ -876,6 +880,8 @@ Status LoadMergedFiles(const std::vector<std::string>& paths, const rocksdb::Opt
   };
   *merged = false;
   if (paths.size() > kMaxMergedFiles) return Status::OK();
+  rocksdb::ReadOptions ro = ScanOptions();
+  ro.readahead_size = std::min(kScanReadahead, std::max(kMinMergeReadahead, kMergeReadahead / paths.size()));
   std::vector<Cursor> cursors;
   for (const std::string& p : paths) {
     Cursor c;
@@ -886,35 +892,42 @@ Status LoadMergedFiles(const std::vector<std::string>& paths, const rocksdb::Opt
     if (props == nullptr || props->num_deletions != 0 || props->num_range_deletions != 0 ||
         props->num_merge_operands != 0)
       return Status::OK();
-    c.it.reset(c.reader->NewIterator(ScanOptions()));
+    c.it.reset(c.reader->NewIterator(ro));
     c.it->SeekToFirst();
     cursors.push_back(std::move(c));
   }
   *merged = true;
-  const size_t k = cursors.size();
-  std::vector<rocksdb::Slice> keys(k);
-  std::vector<bool> valid(k);
-  for (size_t i = 0; i < k; ++i) {
-    valid[i] = cursors[i].it->Valid();
-    if (valid[i]) keys[i] = cursors[i].it->key();
-  }
-  for (;;) {
-    size_t best = k;
-    for (size_t i = 0; i < k; ++i)
-      if (valid[i] && (best == k || keys[i].compare(keys[best]) < 0)) best = i;  // ties: the newer file
-    if (best == k) break;
+  // A min-heap of the files not yet read to the end, by (next key, file): its top holds the
+  // smallest key, and of the files that hold it the newest.
+  std::vector<rocksdb::Slice> keys(cursors.size());
+  auto after = [&keys](uint32_t a, uint32_t b) {
+    const int c = keys[a].compare(keys[b]);
+    return c > 0 || (c == 0 && a > b);
+  };
+  std::vector<uint32_t> heap;
+  // Moves file i to its next entry and back into the heap, unless it has none.
+  auto advance = [&](uint32_t i, bool first) {
+    if (!first) cursors[i].it->Next();
+    if (!cursors[i].it->Valid()) return;
+    keys[i] = cursors[i].it->key();
+    heap.push_back(i);
+    std::push_heap(heap.begin(), heap.end(), after);
+  };
+  auto pop = [&] {
+    const uint32_t top = heap.front();
+    std::pop_heap(heap.begin(), heap.end(), after);
+    heap.pop_back();
+    return top;
+  };
+  for (uint32_t i = 0; i < cursors.size(); ++i) advance(i, /*first=*/true);
+  while (!heap.empty()) {
+    const uint32_t best = pop();
     if (++*n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
     CAIRN_RETURN_IF_ERROR(AddDefaultEntry(keys[best], cursors[best].it->value(), snapshot_dir, range, batch));
-    // The older versions of this key, then the entry itself (its key's bytes go with it).
-    for (size_t i = best + 1; i < k; ++i) {
-      if (!valid[i] || keys[i] != keys[best]) continue;
-      cursors[i].it->Next();
-      valid[i] = cursors[i].it->Valid();
-      if (valid[i]) keys[i] = cursors[i].it->key();
-    }
-    cursors[best].it->Next();
-    valid[best] = cursors[best].it->Valid();
-    if (valid[best]) keys[best] = cursors[best].it->key();
+    // The older versions of this key (each comes to the top in turn), then the entry itself
+    // (its key's bytes go with it).
+    while (!heap.empty() && keys[heap.front()] == keys[best]) advance(pop(), /*first=*/false);
+    advance(best, /*first=*/false);
   }
   for (const Cursor& c : cursors)
     if (!c.it->status().ok()) return FromRocks(c.it->status(), "cannot read keyed state restored from", snapshot_dir);
@@ -1720,8 +1733,13 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
     Status st = incremental ? Materialize(snap, refs, work_dir) : LinkSnapshotFiles(snap, work_dir);
     if (st.ok() && Stopped(stop)) st = RestoreStopped(snap);
     if (!st.ok()) return fail(st);
+    // Compactions wait until the state is loaded: one that a restored level 0 starts as the
+    // database opens took a third of the CPU of a restore on 2 cores, and the restore twice as
+    // long (docs/benchmarks.md, twenty-fourth round). With them off, level 0 stalls no writes.
+    rocksdb::Options restore_options = WorkDbOptions(options);
+    restore_options.disable_auto_compactions = true;
     auto db = std::make_unique<OpenedDb>();
-    rocksdb::Status s = OpenFamilies(WorkDbOptions(options), work_dir, /*read_only=*/false, db.get());
+    rocksdb::Status s = OpenFamilies(restore_options, work_dir, /*read_only=*/false, db.get());
     if (!s.ok()) return fail(FromRocks(s, "cannot open restored keyed state database", work_dir));
     // The heap backend with changelog loads the segments into memory only: its materializer
     // applies them to the database (in the background, before the next materialization).
@@ -1732,7 +1750,7 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
       st = ApplySegments(
           db->db, SegmentPaths(refs),
           [&](std::string_view name, rocksdb::ColumnFamilyHandle** cf) {
-            return OpenedFamily(db.get(), WorkDbOptions(options), name, cf);
+            return OpenedFamily(db.get(), restore_options, name, cf);
           },
           stop);
       if (Stopped(stop)) st = RestoreStopped(snap);
@@ -1745,6 +1763,10 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
     st = LoadAll(db.get(), snap, range, state, named, stop);
     if (st.ok() && heap_changelog) st = LoadSegments(SegmentPaths(refs), snap, range, state, named, stop);
     if (!st.ok()) return fail(st);
+    for (rocksdb::ColumnFamilyHandle* h : db->handles) {
+      s = db->db->SetOptions(h, {{"disable_auto_compactions", "false"}});
+      if (!s.ok()) return fail(FromRocks(s, "cannot start compactions of restored keyed state database", work_dir));
+    }
     // Hand the database over to the store.
     store.reset(new RocksDbStateStore(work_dir, db->db, options));
     for (size_t f = 1; f < db->handles.size(); ++f) store->families_.emplace(db->names[f], db->handles[f]);

@@ -23,6 +23,7 @@ namespace cairn {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::PollUntil;
 using testing::ReadText;
 using testing::ScratchDir;
 
@@ -483,32 +484,73 @@ TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesWithADeletionLeavesTheKeyOut) {
   EXPECT_FALSE(state.Get("k7", &v));
 }
 
-// More overlapping files than the restore merges itself (10 flushes into level 0, each
-// rewriting every key whose number it divides): read through the database, the newest version
-// of every key comes back.
-TEST(RocksDbStateStoreTest, RestoreOfTenOverlappingFilesGivesTheNewestVersionOfEveryKey) {
-  ScratchDir scratch;
-  std::unique_ptr<rocksdb::DB> db = OpenUncompactedDatabase(scratch / "many");
-  ASSERT_NE(db, nullptr);
+// `files` flushes into level 0 of a database at `dir`, the f-th (from 1) rewriting every key
+// of k0..k199 whose number f divides. Returns the entries it holds: the newest version of
+// every key, e.g. k60's from the tenth file when there are ten.
+Entries WriteOverlappingFlushes(const std::string& dir, int files) {
+  std::unique_ptr<rocksdb::DB> db = OpenUncompactedDatabase(dir);
+  if (db == nullptr) return {};
   Entries want;
-  for (int f = 1; f <= 10; ++f) {
+  for (int f = 1; f <= files; ++f) {
     for (int i = 0; i < 200; i += f) {
       auto [k, v] = StoredEntry(NumberedKey("k", i), 100 * f + i);
-      ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
+      EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
       want[NumberedKey("k", i)] = 100 * f + i;
     }
-    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
   }
   rocksdb::ColumnFamilyMetaData meta;
   db->GetColumnFamilyMetaData(&meta);
-  ASSERT_EQ(meta.levels[0].files.size(), 10u);
-  db.reset();
+  EXPECT_EQ(meta.levels[0].files.size(), static_cast<size_t>(files));
+  return want;
+}
+
+// Restores WriteOverlappingFlushes' database of `files` files: the newest version of every key
+// comes back.
+void RestoreOfOverlappingFlushes(int files) {
+  ScratchDir scratch;
+  const Entries want = WriteOverlappingFlushes(scratch / "many", files);
   KeyedInt64State state(kMaxParallelism, kAllGroups);
   auto store = RestoreStore({{scratch / "many", kAllGroups}}, scratch / "restored", &state);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(StateEntries(state), want);
-  EXPECT_EQ(want.at("k60"), 1060);
   EXPECT_EQ(want.at("k7"), 707);
+  EXPECT_EQ(want.at("k60"), files >= 60 ? 6060 : 1060);
+}
+
+// Ten overlapping files, merged by the restore itself (LoadMergedFiles' heap: of the files
+// that hold a key, the newest wins).
+TEST(RocksDbStateStoreTest, RestoreOfTenOverlappingFilesGivesTheNewestVersionOfEveryKey) {
+  RestoreOfOverlappingFlushes(10);
+}
+
+// More overlapping files than the restore merges itself (kMaxMergedFiles, 64): read through
+// the database, the same.
+TEST(RocksDbStateStoreTest, RestoreOfSixtyFiveOverlappingFilesGivesTheNewestVersionOfEveryKey) {
+  RestoreOfOverlappingFlushes(65);
+}
+
+// A restore loads the state before the restored database compacts (its compactions are off
+// while it loads), and turns compactions on after: the ten files of level 0 are merged later,
+// and a checkpoint then lists fewer table files.
+TEST(RocksDbStateStoreTest, RestoredDatabaseCompactsOnceTheStateIsLoaded) {
+  ScratchDir scratch;
+  const Entries want = WriteOverlappingFlushes(scratch / "many", 10);
+  KeyedInt64State state(kMaxParallelism, kAllGroups);
+  auto store = RestoreStore({{scratch / "many", kAllGroups}}, scratch / "restored", &state);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(StateEntries(state), want);
+  int c = 0;
+  size_t tables = 0;
+  ASSERT_TRUE(PollUntil([&] {
+    const std::string dir = scratch / ("chk-" + std::to_string(++c));
+    uint64_t bytes = 0;
+    Status st = store->PersistAndCheckpoint(*state.TakeDelta(), dir, &bytes);  // nothing changed
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    tables = SstFiles(dir).size();
+    return tables > 0 && tables < 4;
+  })) << "checkpoint " << c << " lists " << tables << " table files";
+  EXPECT_EQ(SnapshotEntries(scratch / ("chk-" + std::to_string(c))), want);
 }
 
 // Word-count-like state written by 2 subtasks, each holding the keys of its own key groups.
