@@ -485,17 +485,17 @@ TEST(RocksDbStateStoreTest, RestoreOfLayeredFilesWithADeletionLeavesTheKeyOut) {
 }
 
 // `files` flushes into level 0 of a database at `dir`, the f-th (from 1) rewriting every key
-// of k0..k199 whose number f divides. Returns the entries it holds: the newest version of
-// every key, e.g. k60's from the tenth file when there are ten.
-Entries WriteOverlappingFlushes(const std::string& dir, int files) {
+// of k0..k199 (`prefix` for k) whose number f divides. Returns the entries it holds: the newest
+// version of every key, e.g. k60's from the tenth file when there are ten.
+Entries WriteOverlappingFlushes(const std::string& dir, int files, const char* prefix = "k") {
   std::unique_ptr<rocksdb::DB> db = OpenUncompactedDatabase(dir);
   if (db == nullptr) return {};
   Entries want;
   for (int f = 1; f <= files; ++f) {
     for (int i = 0; i < 200; i += f) {
-      auto [k, v] = StoredEntry(NumberedKey("k", i), 100 * f + i);
+      auto [k, v] = StoredEntry(NumberedKey(prefix, i), 100 * f + i);
       EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
-      want[NumberedKey("k", i)] = 100 * f + i;
+      want[NumberedKey(prefix, i)] = 100 * f + i;
     }
     EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
   }
@@ -507,21 +507,23 @@ Entries WriteOverlappingFlushes(const std::string& dir, int files) {
 
 // Restores WriteOverlappingFlushes' database of `files` files: the newest version of every key
 // comes back.
-void RestoreOfOverlappingFlushes(int files) {
+void RestoreOfOverlappingFlushes(int files, const char* prefix = "k") {
   ScratchDir scratch;
-  const Entries want = WriteOverlappingFlushes(scratch / "many", files);
+  const Entries want = WriteOverlappingFlushes(scratch / "many", files, prefix);
   KeyedInt64State state(kMaxParallelism, kAllGroups);
   auto store = RestoreStore({{scratch / "many", kAllGroups}}, scratch / "restored", &state);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(StateEntries(state), want);
-  EXPECT_EQ(want.at("k7"), 707);
-  EXPECT_EQ(want.at("k60"), files >= 60 ? 6060 : 1060);
+  EXPECT_EQ(want.at(NumberedKey(prefix, 7)), 707);
+  EXPECT_EQ(want.at(NumberedKey(prefix, 60)), files >= 60 ? 6060 : 1060);
 }
 
 // Ten overlapping files, merged by the restore itself (LoadMergedFiles' heap: of the files
-// that hold a key, the newest wins).
+// that hold a key, the newest wins); with short keys, and with keys that share their first 30
+// bytes.
 TEST(RocksDbStateStoreTest, RestoreOfTenOverlappingFilesGivesTheNewestVersionOfEveryKey) {
   RestoreOfOverlappingFlushes(10);
+  RestoreOfOverlappingFlushes(10, "a key with a long shared prefix ");
 }
 
 // More overlapping files than the restore merges itself (kMaxMergedFiles, 64): read through
