@@ -519,8 +519,8 @@ void RestoreOfOverlappingFlushes(int files, const char* prefix = "k") {
 }
 
 // Ten overlapping files, merged by the restore itself (LoadMergedFiles' heap: of the files
-// that hold a key, the newest wins); with short keys, and with keys that share their first 30
-// bytes.
+// that hold a key, the newest wins); with short keys, and with keys that begin with the same
+// 32 bytes (stored after their key group's 2).
 TEST(RocksDbStateStoreTest, RestoreOfTenOverlappingFilesGivesTheNewestVersionOfEveryKey) {
   RestoreOfOverlappingFlushes(10);
   RestoreOfOverlappingFlushes(10, "a key with a long shared prefix ");
