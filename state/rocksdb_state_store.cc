@@ -905,9 +905,8 @@ Status LoadMergedFiles(const std::vector<std::string>& paths, const rocksdb::Opt
     return c > 0 || (c == 0 && a > b);
   };
   std::vector<uint32_t> heap;
-  // Moves file i to its next entry and back into the heap, unless it has none.
-  auto advance = [&](uint32_t i, bool first) {
-    if (!first) cursors[i].it->Next();
+  // Puts file i into the heap at its current entry, unless it has none left.
+  auto push = [&](uint32_t i) {
     if (!cursors[i].it->Valid()) return;
     keys[i] = cursors[i].it->key();
     heap.push_back(i);
@@ -919,15 +918,20 @@ Status LoadMergedFiles(const std::vector<std::string>& paths, const rocksdb::Opt
     heap.pop_back();
     return top;
   };
-  for (uint32_t i = 0; i < cursors.size(); ++i) advance(i, /*first=*/true);
+  for (uint32_t i = 0; i < cursors.size(); ++i) push(i);
   while (!heap.empty()) {
     const uint32_t best = pop();
     if (++*n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
     CAIRN_RETURN_IF_ERROR(AddDefaultEntry(keys[best], cursors[best].it->value(), snapshot_dir, range, batch));
     // The older versions of this key (each comes to the top in turn), then the entry itself
     // (its key's bytes go with it).
-    while (!heap.empty() && keys[heap.front()] == keys[best]) advance(pop(), /*first=*/false);
-    advance(best, /*first=*/false);
+    while (!heap.empty() && keys[heap.front()] == keys[best]) {
+      const uint32_t older = pop();
+      cursors[older].it->Next();
+      push(older);
+    }
+    cursors[best].it->Next();
+    push(best);
   }
   for (const Cursor& c : cursors)
     if (!c.it->status().ok()) return FromRocks(c.it->status(), "cannot read keyed state restored from", snapshot_dir);
