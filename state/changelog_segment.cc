@@ -183,30 +183,51 @@ Status ReadChangelogSegment(const std::string& path, std::string* bytes,
 
 Status ParseChangelogSegment(const std::string& path, std::string_view in,
                              const std::function<Status(const ChangelogEntry&)>& fn) {
-  if (in.substr(0, kMagic.size()) != kMagic)
-    return Status::Corruption("changelog segment " + path + ": damaged (no " + std::string(kMagic) + " header)");
+  ChangelogSegmentReader reader(path, in);
+  ChangelogEntry e;
+  while (reader.Next(&e)) CAIRN_RETURN_IF_ERROR(fn(e));
+  return reader.status();
+}
+
+ChangelogSegmentReader::ChangelogSegmentReader(const std::string& path, std::string_view in) : path_(path) {
+  if (in.substr(0, kMagic.size()) != kMagic) {
+    Fail("no " + std::string(kMagic) + " header");
+    return;
+  }
   Reader r{in.substr(kMagic.size())};
   std::optional<SegmentTable> table;  // a hint for the loader (ChangelogSegmentTable), skipped here
-  if (!ReadTableEntry(&r, &table))
-    return Status::Corruption("changelog segment " + path + ": damaged (malformed table entry)");
-  while (!r.in.empty()) {
-    ChangelogEntry e;
-    const uint8_t kind = static_cast<uint8_t>(r.in[0]);
-    r.in.remove_prefix(1);
-    bool ok = kind <= kNamedDelete;
-    e.deleted = kind == kDelete || kind == kNamedDelete;
-    if (ok && (kind == kPut || kind == kDelete)) {
-      uint64_t kg = 0, v = 0;
-      ok = r.Varint(&kg) && kg < 65536 && r.Bytes(&e.key) && (e.deleted || r.Varint(&v));
-      e.key_group = static_cast<uint32_t>(kg);
-      e.int64 = UnZigZag(v);
-    } else if (ok) {
-      ok = r.Bytes(&e.state) && !e.state.empty() && r.Bytes(&e.key) && (e.deleted || r.Bytes(&e.value));
-    }
-    if (!ok) return Status::Corruption("changelog segment " + path + ": damaged (malformed entry)");
-    CAIRN_RETURN_IF_ERROR(fn(e));
+  if (!ReadTableEntry(&r, &table)) {
+    Fail("malformed table entry");
+    return;
   }
-  return Status::OK();
+  in_ = r.in;
+}
+
+bool ChangelogSegmentReader::Fail(const std::string& what) {
+  status_ = Status::Corruption("changelog segment " + path_ + ": damaged (" + what + ")");
+  in_ = {};
+  return false;
+}
+
+bool ChangelogSegmentReader::Next(ChangelogEntry* e) {
+  if (in_.empty()) return false;
+  Reader r{in_};
+  *e = ChangelogEntry();
+  const uint8_t kind = static_cast<uint8_t>(r.in[0]);
+  r.in.remove_prefix(1);
+  bool ok = kind <= kNamedDelete;
+  e->deleted = kind == kDelete || kind == kNamedDelete;
+  if (ok && (kind == kPut || kind == kDelete)) {
+    uint64_t kg = 0, v = 0;
+    ok = r.Varint(&kg) && kg < 65536 && r.Bytes(&e->key) && (e->deleted || r.Varint(&v));
+    e->key_group = static_cast<uint32_t>(kg);
+    e->int64 = UnZigZag(v);
+  } else if (ok) {
+    ok = r.Bytes(&e->state) && !e->state.empty() && r.Bytes(&e->key) && (e->deleted || r.Bytes(&e->value));
+  }
+  if (!ok) return Fail("malformed entry");
+  in_ = r.in;
+  return true;
 }
 
 namespace {

@@ -62,6 +62,25 @@ Status ReadChangelogSegment(const std::string& path, std::string* bytes,
 Status ParseChangelogSegment(const std::string& path, std::string_view in,
                              const std::function<Status(const ChangelogEntry&)>& fn);
 
+// The entries of segment bytes `in` read (and checked) from `path`, one at a time: what
+// ParseChangelogSegment visits, for a reader that interleaves several segments. `in` must
+// outlive the reader and the entries it gives, and `path` the reader.
+class ChangelogSegmentReader {
+ public:
+  ChangelogSegmentReader(const std::string& path, std::string_view in);
+  // The next entry into *e (its views point into `in`); false at the end, or on damage, which
+  // status() then names (Corruption naming the path).
+  bool Next(ChangelogEntry* e);
+  const Status& status() const { return status_; }
+
+ private:
+  bool Fail(const std::string& what);
+
+  const std::string& path_;
+  std::string_view in_;
+  Status status_;
+};
+
 // Written for a delta a table took (StateDelta::table_keys set): that table's salt and key
 // count, whether the entries come in its slot order (StateDelta::slot_order), and the
 // segment's entry count. A restore that loads a segment in slot order into a table with the

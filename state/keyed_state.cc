@@ -71,6 +71,7 @@ struct KeyedInt64State::Slot {
   bool used = false;
   bool dirty = false;
   bool removed = false;  // Delete()d: Get finds nothing, the next delta records the removal
+  uint8_t load_version = 0;  // LoadVersioned: the version of the source that last set it
   int64_t value = 0;
 };
 
@@ -80,6 +81,7 @@ KeyedInt64State::KeyedInt64State(uint32_t max_parallelism, KeyGroupRange range)
       salt_(NewSalt()),
       slots_(kInitialSlots),
       dirty_bits_(kInitialSlots / 64) {
+  static_assert(sizeof(Slot) == 32, "a slot is half a cache line");
   SetGeometry();
 }
 
@@ -146,10 +148,19 @@ size_t KeyedInt64State::FindOrInsert(std::string_view key, uint64_t hash, bool* 
   s.used = true;
   s.dirty = false;
   s.removed = false;
+  s.load_version = 0;
   s.value = 0;
   ++count_;
   *inserted = true;
   return i;
+}
+
+size_t KeyedInt64State::Find(std::string_view key, uint64_t hash) const {
+  for (size_t i = Home(hash);; i = (i + 1) & mask_) {
+    const Slot& s = slots_[i];
+    if (!s.used) return kNoSlot;
+    if (s.hash == hash && s.key_length == key.size() && EqualShortBytes(s.key, key.data(), key.size())) return i;
+  }
 }
 
 void KeyedInt64State::Grow() {
@@ -341,6 +352,63 @@ void KeyedInt64State::LoadEntries(const std::string_view* keys, const int64_t* v
     // An adopted salt whose keys pile up (a wrong hint: PrepareSlotOrderedLoad): a fresh one.
     if (watch && displaced > m * kMaxMeanDisplacement) Resalt();
   }
+}
+
+void KeyedInt64State::BeginVersionedLoad() {
+  for (Slot& s : slots_) s.load_version = 0;
+}
+
+void KeyedInt64State::LoadVersioned(const std::string_view* keys, const uint64_t* hashes, const int64_t* values,
+                                    size_t n, uint8_t version) {
+  // As LoadEntries: the home slot of the key kAhead places on prefetched while one is loaded.
+  constexpr size_t kAhead = 16;
+  for (size_t i = 0; i < std::min(kAhead, n); ++i) PrefetchSlot(hashes[i]);
+  // As LoadEntries, an adopted salt whose keys pile up gets replaced (the slots keep their
+  // versions as they move).
+  const bool watch = adopted_salt_;
+  size_t displaced = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) PrefetchSlot(hashes[i + kAhead]);
+    if (!Owns(hashes[i])) {
+      RecordForeignKey(keys[i], hashes[i]);
+      continue;
+    }
+    size_t at = Find(keys[i], hashes[i]);
+    if (at == kNoSlot) {
+      bool inserted;
+      at = FindOrInsert(keys[i], hashes[i], &inserted);
+    } else if (slots_[at].load_version > version) {
+      continue;  // a later source's entry is in
+    }
+    Slot& s = slots_[at];
+    if (s.removed) {
+      s.removed = false;
+      --removed_;
+    }
+    s.value = values[i];
+    s.load_version = version;
+    if (watch) displaced += (at - Home(hashes[i])) & mask_;
+  }
+  if (watch && n > 0 && displaced > n * kMaxMeanDisplacement) Resalt();
+}
+
+void KeyedInt64State::LoadRemovalVersioned(std::string_view key, uint8_t version) {
+  const uint64_t hash = KeyHash(key);
+  if (!Owns(hash)) return RecordForeignKey(key, hash);
+  size_t at = Find(key, hash);
+  if (at == kNoSlot) {
+    bool inserted;
+    at = FindOrInsert(key, hash, &inserted);
+  } else if (slots_[at].load_version > version) {
+    return;
+  }
+  Slot& s = slots_[at];
+  if (!s.removed) {
+    s.removed = true;
+    ++removed_;
+  }
+  s.value = 0;
+  s.load_version = version;
 }
 
 double KeyedInt64State::MeanProbeLength() const {

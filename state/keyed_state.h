@@ -118,6 +118,22 @@ class KeyedInt64State {
   void LoadEntries(const std::string_view* keys, const int64_t* values, size_t n);
   // Restore: removes `key` without marking it changed (a removal a changelog segment holds).
   void LoadRemoval(std::string_view key);
+  // Restore of entries from several ordered sources visited in another order (the changelog
+  // segments of a checkpoint loaded a stripe of the table at a time): each call names its
+  // source's version, 1-255, a later source a higher one. An entry sets a key's value, or
+  // removes the key, unless a source with a higher version already did so since
+  // BeginVersionedLoad, which makes every stored entry version 0. A removal of an absent key
+  // leaves a removed slot, so that an older entry visited after it does not bring the key
+  // back. The version is a byte of the slot; nothing else reads it.
+  void BeginVersionedLoad();
+  // `hashes[i]` is KeyHash(keys[i]); the keys are distinct (one source's entries).
+  void LoadVersioned(const std::string_view* keys, const uint64_t* hashes, const int64_t* values, size_t n,
+                     uint8_t version);
+  void LoadRemovalVersioned(std::string_view key, uint8_t version);
+  // Where the home slot of a key of hash `hash` lies in [0, 2^64): Home() is its top bits, so a
+  // load that visits keys by this order's top bits visits a range of slots at a time.
+  uint64_t HomeOrder(uint64_t hash) const { return (hash ^ salt_) * kHomeMultiplier; }
+  size_t slot_count() const { return slots_.size(); }
   // Restore, into an empty table (otherwise nothing happens): takes `salt`, the salt of a table
   // whose delta lists its keys in slot order (StateDelta::slot_order), and room for `keys`
   // entries, so that loading that delta visits the slots in order, not at random. A hint.
@@ -149,6 +165,9 @@ class KeyedInt64State {
   struct Slot;
   // The slot of `key`, inserted with value 0 (not dirty) when absent; may Grow().
   size_t FindOrInsert(std::string_view key, uint64_t hash, bool* inserted);
+  // The slot holding `key` (of hash `hash`), removed or not, or kNoSlot.
+  size_t Find(std::string_view key, uint64_t hash) const;
+  static constexpr size_t kNoSlot = ~size_t{0};
   // Doubles the table and rebuilds dirty_bits_ (slots move).
   void Grow();
   // Sets mask_, shift_ and grow_at_ from slots_.size() (a power of two).

@@ -1006,62 +1006,188 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
 }
 
 // Loads the changelog segments `paths` of the snapshot `snapshot_dir` into `state` and `named`
-// (over what LoadAll loaded from its materialization), oldest first: the tables coalesce them,
-// a later entry replacing an earlier one. All must lie in `range`. Gives up (RestoreStopped)
-// once `stop` is set, before each segment and every kRestoreBatchEntries entries.
-Status LoadSegments(const std::vector<std::string>& paths, const std::string& snapshot_dir, const KeyGroupRange& range,
-                    KeyedInt64State* state, HeapKeyedStateBackend* named, const std::atomic<bool>* stop) {
-  std::string buffer;
-  // Into an empty table (no materialization), the salt and key count of the table that wrote
-  // the newest segment first, so that loading that writer's segments listed in slot order
-  // (most of them, usually) visits the slots in order instead of at random (measured in
-  // docs/benchmarks.md). The key count is bounded by what the segments could hold (an entry
-  // takes at least 4 bytes), so no hint reserves more than the files could fill.
-  std::string newest;
-  if (state != nullptr && state->size() == 0 && !paths.empty()) {
-    CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(paths.back(), &newest));
-    if (std::optional<SegmentTable> t = ChangelogSegmentTable(newest)) {
-      uint64_t bound = 0;
-      for (const std::string& path : paths) {
-        std::error_code ec;
-        const uint64_t size = fs::file_size(path, ec);
-        if (!ec) bound += size / 4;
-      }
-      state->AdoptSlotOrder(t->salt, static_cast<size_t>(std::min(t->table_keys, bound)));
+// (over what LoadAll loaded from its materialization); a later segment's entry replaces an
+// earlier one's. All must lie in `range`. Gives up (RestoreStopped) once `stop` is set, between
+// passes and every kRestoreBatchEntries entries.
+//
+// Most segments list their entries in the slot order of the table that wrote them, and a
+// checkpoint of a short interval lists many (one per checkpoint since the last
+// materialization), each touching keys all over the table. Loaded one after another, every
+// segment sweeps the whole table, which is far larger than the cache, and each entry misses it
+// (most of a restore of 150 segments). So the segments are loaded in groups held in memory (at
+// most kSegmentGroupBytes, or 255 segments), a stripe of the table at a time: each segment's
+// entries whose home slots lie in the stripe (kStripeSlots slots, 2 MiB, which fit the L2
+// cache), then the next stripe. The entries of one key then come in another order than the
+// segments', so each carries its segment's version (KeyedInt64State::LoadVersioned) and an
+// older one never replaces a newer one. Named states' entries, which come after the default
+// state's in a segment, are loaded after the stripes, segment by segment in order.
+constexpr size_t kSegmentGroupBytes = size_t{64} << 20;
+constexpr size_t kSegmentGroupMax = 255;  // versions 1-255 (a byte of the slot)
+constexpr unsigned kStripeSlotsLog2 = 16;
+constexpr size_t kLoadBatch = 256;  // entries a LoadVersioned call takes
+
+// One segment of a group being loaded a stripe at a time: its entries in order, the next one
+// read ahead when it belongs to a later stripe.
+struct SegmentCursor {
+  SegmentCursor(const std::string& path, std::string_view bytes, uint8_t version, bool slot_ordered)
+      : reader(path, bytes), path(path), version(version), slot_ordered(slot_ordered) {}
+  ChangelogSegmentReader reader;
+  const std::string& path;
+  const uint8_t version;
+  const bool slot_ordered;  // in this table's slot order (the writer's salt), else loaded at once
+  bool have = false;        // `entry` (of `hash`, in `stripe`) read, not loaded yet
+  bool leading = true;      // nothing loaded yet: an entry of the last stripe is one that wrapped
+  bool done = false;        // at the end, or at a named state's entry (loaded after the stripes)
+  ChangelogEntry entry;
+  uint64_t hash = 0;
+  size_t stripe = 0;
+  // Entries of the last stripe met first (displaced from the table's end into its first
+  // slots, and so listed first): loaded with that stripe.
+  std::vector<std::pair<ChangelogEntry, uint64_t>> wrapped;
+};
+
+// Before anything is loaded into `state` (also a materialization's entries, which come in key
+// order and so in no table's slot order), the salt and key count of the table that wrote the
+// newest of the segments `paths`, so that its segments listed in slot order (most of them,
+// usually) load a stripe of slots at a time (LoadSegments; measured in docs/benchmarks.md).
+// The key count is bounded by what the segments could hold (an entry takes at least 4 bytes),
+// so no hint reserves more than the files could fill. *newest: that segment's bytes, read.
+Status AdoptNewestSegmentOrder(const std::vector<std::string>& paths, KeyedInt64State* state, std::string* newest) {
+  if (state->size() != 0 || paths.empty()) return Status::OK();
+  CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(paths.back(), newest));
+  if (std::optional<SegmentTable> t = ChangelogSegmentTable(*newest)) {
+    uint64_t bound = 0;
+    for (const std::string& path : paths) {
+      std::error_code ec;
+      const uint64_t size = fs::file_size(path, ec);
+      if (!ec) bound += size / 4;
     }
+    state->AdoptSlotOrder(t->salt, static_cast<size_t>(std::min(t->table_keys, bound)));
   }
+  return Status::OK();
+}
+
+// `newest`: the bytes of the last segment when AdoptNewestSegmentOrder read them, else empty.
+Status LoadSegments(const std::vector<std::string>& paths, std::string newest, const std::string& snapshot_dir,
+                    const KeyGroupRange& range, KeyedInt64State* state, HeapKeyedStateBackend* named,
+                    const std::atomic<bool>* stop) {
   size_t n = 0;
-  for (size_t i = 0; i < paths.size(); ++i) {
+  // Checks an entry's key group; a default-state entry also gets its hash.
+  auto check = [&](const SegmentCursor& c, const ChangelogEntry& e) -> Status {
+    uint32_t kg = e.key_group;
+    if (!e.state.empty()) {
+      if (e.key.size() < kKeyGroupPrefixSize)
+        return Status::Corruption("changelog segment " + c.path + ": malformed entry");
+      const auto* kp = reinterpret_cast<const unsigned char*>(e.key.data());
+      kg = (static_cast<uint32_t>(kp[0]) << 8) | kp[1];
+    }
+    if (!range.Contains(kg)) return OutsideRange(snapshot_dir, kg, range);
+    if (++n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
+    return Status::OK();
+  };
+  std::vector<std::string> buffers;
+  std::vector<std::string_view> keys;
+  std::vector<uint64_t> hashes;
+  std::vector<int64_t> values;
+  auto flush = [&](uint8_t version) {
+    state->LoadVersioned(keys.data(), hashes.data(), values.data(), values.size(), version);
+    keys.clear();
+    hashes.clear();
+    values.clear();
+  };
+  auto add = [&](const ChangelogEntry& e, uint64_t hash, uint8_t version) {
+    if (e.deleted) return state->LoadRemovalVersioned(e.key, version);
+    keys.push_back(e.key);
+    hashes.push_back(hash);
+    values.push_back(e.int64);
+    if (values.size() == kLoadBatch) flush(version);
+  };
+  for (size_t first = 0; first < paths.size();) {
     if (Stopped(stop)) return RestoreStopped(snapshot_dir);
-    const std::string& path = paths[i];
-    const bool last = i + 1 == paths.size() && !newest.empty();
-    if (!last) CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(path, &buffer));
-    const std::string& bytes = last ? newest : buffer;
-    if (state != nullptr)
-      if (std::optional<SegmentTable> t = ChangelogSegmentTable(bytes); t && t->slot_order)
-        state->PrepareSlotOrderedLoad(t->salt, static_cast<size_t>(t->entries), static_cast<size_t>(t->table_keys));
-    // A segment holds each key once, so its puts may be loaded in any order among themselves
-    // (in batches) and its removals at once; the batch is loaded before the next segment.
-    LoadBatch batch(state);
-    CAIRN_RETURN_IF_ERROR(ParseChangelogSegment(path, bytes, [&](const ChangelogEntry& e) -> Status {
-      if (++n % kRestoreBatchEntries == 0 && Stopped(stop)) return RestoreStopped(snapshot_dir);
-      uint32_t kg = e.key_group;
-      if (!e.state.empty()) {
-        if (e.key.size() < kKeyGroupPrefixSize)
-          return Status::Corruption("changelog segment " + path + ": malformed entry");
-        const auto* kp = reinterpret_cast<const unsigned char*>(e.key.data());
-        kg = (static_cast<uint32_t>(kp[0]) << 8) | kp[1];
-      }
-      if (!range.Contains(kg)) return OutsideRange(snapshot_dir, kg, range);
-      if (!e.state.empty())
-        return named->LoadNamed(e.state, e.key, e.value, e.deleted).WithContext("changelog segment " + path);
-      if (e.deleted) {
-        state->LoadRemoval(e.key);
+    // The group: segments [first, end), read whole.
+    size_t end = first, bytes = 0;
+    buffers.clear();
+    while (end < paths.size() && end - first < kSegmentGroupMax && (end == first || bytes < kSegmentGroupBytes)) {
+      std::string b;
+      if (end + 1 == paths.size() && !newest.empty()) {
+        b = std::move(newest);
       } else {
-        batch.Add(e.key, e.int64);
+        CAIRN_RETURN_IF_ERROR(ReadChecksummedFile(paths[end], &b));
       }
-      return Status::OK();
-    }));
+      bytes += b.size();
+      buffers.push_back(std::move(b));
+      ++end;
+    }
+    if (first > 0) state->BeginVersionedLoad();  // the versions of the group before
+    std::vector<std::optional<SegmentTable>> tables;
+    for (const std::string& b : buffers) {
+      tables.push_back(ChangelogSegmentTable(b));
+      if (const auto& t = tables.back(); t && t->slot_order)
+        state->PrepareSlotOrderedLoad(t->salt, static_cast<size_t>(t->entries), static_cast<size_t>(t->table_keys));
+    }
+    std::vector<SegmentCursor> cursors;
+    cursors.reserve(end - first);
+    for (size_t i = first; i < end; ++i) {
+      const auto& t = tables[i - first];
+      cursors.emplace_back(paths[i], buffers[i - first], static_cast<uint8_t>(i - first + 1),
+                           t && t->slot_order && t->salt == state->salt());
+    }
+    // The stripes: the top bits of the keys' HomeOrder, kStripeSlots of today's slots each.
+    const unsigned slots_log2 = static_cast<unsigned>(std::countr_zero(state->slot_count()));
+    const unsigned bits = slots_log2 > kStripeSlotsLog2 ? slots_log2 - kStripeSlotsLog2 : 0;
+    const size_t stripes = size_t{1} << bits;
+    for (size_t s = 0; s < stripes; ++s) {
+      if (Stopped(stop)) return RestoreStopped(snapshot_dir);
+      for (SegmentCursor& c : cursors) {
+        if (s + 1 == stripes) {
+          for (const auto& [e, hash] : c.wrapped) add(e, hash, c.version);
+          c.wrapped.clear();
+        }
+        while (!c.done) {
+          if (!c.have) {
+            if (!c.reader.Next(&c.entry)) {
+              CAIRN_RETURN_IF_ERROR(c.reader.status());
+              c.done = true;
+              break;
+            }
+            CAIRN_RETURN_IF_ERROR(check(c, c.entry));
+            c.have = true;
+            if (!c.entry.state.empty()) {
+              c.done = true;  // a named state's: the rest of the segment goes in order, below
+              break;
+            }
+            c.hash = KeyHash(c.entry.key);
+            c.stripe = c.slot_ordered && bits > 0 ? static_cast<size_t>(state->HomeOrder(c.hash) >> (64 - bits)) : 0;
+          }
+          if (c.stripe > s) {
+            if (!(c.leading && c.stripe + 1 == stripes && s + 1 < stripes)) break;
+            c.wrapped.emplace_back(c.entry, c.hash);
+          } else {
+            add(c.entry, c.hash, c.version);
+            c.leading = false;
+          }
+          c.have = false;
+        }
+        flush(c.version);
+      }
+    }
+    // What is left of each segment, in order: named states' entries (and whatever follows them).
+    for (SegmentCursor& c : cursors) {
+      for (bool more = c.have; more || c.reader.Next(&c.entry); more = false) {
+        const ChangelogEntry& e = c.entry;
+        if (!more) CAIRN_RETURN_IF_ERROR(check(c, e));
+        if (!e.state.empty()) {
+          CAIRN_RETURN_IF_ERROR(
+              named->LoadNamed(e.state, e.key, e.value, e.deleted).WithContext("changelog segment " + c.path));
+        } else {
+          add(e, KeyHash(e.key), c.version);
+          flush(c.version);
+        }
+      }
+      c.have = false;
+      CAIRN_RETURN_IF_ERROR(c.reader.status());
+    }
+    first = end;
   }
   return Status::OK();
 }
@@ -1760,12 +1886,18 @@ Status RocksDbStateStore::Restore(const std::vector<KeyedSnapshotHandle>& snapsh
       if (Stopped(stop)) st = RestoreStopped(snap);
       if (!st.ok()) return fail(st);
     }
+    std::string newest_segment;
+    if (heap_changelog) {
+      st = AdoptNewestSegmentOrder(SegmentPaths(refs), state, &newest_segment);
+      if (!st.ok()) return fail(st);
+    }
     // The table sized once from RocksDB's estimate of the keys, not doubled while loading.
     uint64_t estimate = 0;
     if (state != nullptr && db->db->GetIntProperty(db->handles[0], "rocksdb.estimate-num-keys", &estimate))
       state->Reserve(static_cast<size_t>(estimate));
     st = LoadAll(db.get(), snap, range, state, named, stop);
-    if (st.ok() && heap_changelog) st = LoadSegments(SegmentPaths(refs), snap, range, state, named, stop);
+    if (st.ok() && heap_changelog)
+      st = LoadSegments(SegmentPaths(refs), std::move(newest_segment), snap, range, state, named, stop);
     if (!st.ok()) return fail(st);
     for (rocksdb::ColumnFamilyHandle* h : db->handles) {
       s = db->db->SetOptions(h, {{"disable_auto_compactions", "false"}});

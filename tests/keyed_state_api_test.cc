@@ -886,6 +886,84 @@ TEST(ChangelogTest, CheckpointsListTheMaterializationAndTheSegmentsSinceAndReadB
   }
 }
 
+// A restore of many segments loads them a stripe of the table at a time, in groups of at most
+// 255 (rocksdb_state_store.cc, LoadSegments), so one key's entries arrive out of the segments'
+// order: the restored state still holds each key's newest entry. The writer's table grows
+// between segments (its keys move), keys are removed and come back, a few hot keys change in
+// every segment, and a named state's entries follow the default state's in each segment.
+TEST(ChangelogTest, ARestoreOfHundredsOfSegmentsHoldsTheNewestEntryOfEveryKey) {
+  ScratchDir dir;
+  const std::string root = dir / "ck";
+  auto chk = [&](int id) { return root + "/chk-" + std::to_string(id) + "/op-0/keyed"; };
+  const Mode never(Kind::kHeap, true, 3600 * 1000);  // no materialization: every segment stays listed
+  Subtask s;
+  ASSERT_NO_FATAL_FAILURE(Create(never, root, root + "/_work/run-1/op-0", kAll, &s));
+  ValueState<int64_t>* def;
+  ValueState<std::string>* named;
+  ASSERT_TRUE(s.keyed()->GetValueState(kDefaultStateName, &def).ok());
+  ASSERT_TRUE(s.keyed()->GetValueState("v", &named).ok());
+  std::map<std::string, int64_t> want;            // absent: removed or never written
+  std::map<std::string, std::string> want_named;
+  std::mt19937_64 rng(20261208);
+  auto key = [](uint64_t i) { return "key" + std::to_string(i); };
+  int id = 0;
+  // 40 segments while the table grows to 120K keys (its slots double several times), then
+  // 260 small ones: 300 segments, two groups.
+  for (int c = 0; c < 300; ++c) {
+    const uint64_t keys = c < 40 ? 3000u * (c + 1) : 120000u;
+    const int changes = c < 40 ? 6000 : 40;
+    for (int j = 0; j < changes; ++j) {
+      const std::string k = key(rng() % keys);
+      if (rng() % 5 == 0) {
+        def->Clear(k);
+        want.erase(k);
+      } else {
+        const int64_t v = static_cast<int64_t>(rng() % 1000000) - 500000;
+        def->Put(k, v);
+        want[k] = v;
+      }
+    }
+    for (uint64_t hot = 0; hot < 4; ++hot) {
+      if ((c + hot) % 7 == 0) {
+        def->Clear(key(hot));
+        want.erase(key(hot));
+      } else {
+        def->Put(key(hot), c);
+        want[key(hot)] = c;
+      }
+    }
+    const std::string nk = key(rng() % keys);
+    named->Put(nk, "at " + std::to_string(c));
+    want_named[nk] = "at " + std::to_string(c);
+    ASSERT_NO_FATAL_FAILURE(s.Checkpoint(chk(++id)));
+  }
+  size_t segments = 0, others = 0;
+  SplitRefs(chk(id), &segments, &others);
+  ASSERT_EQ(segments, 300u);
+  ASSERT_EQ(others, 0u);
+  Subtask r;
+  ASSERT_NO_FATAL_FAILURE(Restore(never, root, {{chk(id), kAll}}, root + "/_work/run-2/op-0", kAll, &r));
+  ValueState<int64_t>* rdef;
+  ValueState<std::string>* rnamed;
+  ASSERT_TRUE(r.keyed()->GetValueState(kDefaultStateName, &rdef).ok());
+  ASSERT_TRUE(r.keyed()->GetValueState("v", &rnamed).ok());
+  size_t wrong = 0;
+  for (uint64_t i = 0; i < 120000; ++i) {
+    int64_t v = 0;
+    const bool found = rdef->Get(key(i), &v);
+    auto it = want.find(key(i));
+    if (found != (it != want.end()) || (found && v != it->second)) {
+      if (++wrong <= 5) ADD_FAILURE() << key(i) << ": restored " << (found ? std::to_string(v) : "nothing");
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  for (const auto& [k, v] : want_named) {
+    std::string got;
+    ASSERT_TRUE(rnamed->Get(k, &got)) << k;
+    EXPECT_EQ(got, v) << k;
+  }
+}
+
 TEST(ChangelogTest, AFailedFsyncOfTheSharedDirectoryIsMadeByTheNextCheckpointThoughItLinksNothing) {
   ScratchDir dir;
   const std::string root = dir / "ck";

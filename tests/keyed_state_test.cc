@@ -330,6 +330,83 @@ TEST(KeyedStateTest, LoadEntriesInBatchesIsLoadEntryOfEach) {
   EXPECT_NE(h.foreign_key_error().message().find(foreign), std::string::npos) << h.foreign_key_error().ToString();
 }
 
+// LoadVersioned (a restore's segments visited out of order): a key ends with the entry of the
+// highest version whoever came last, removals included, across growth and a second load;
+// nothing is dirty, and a key of another subtask is refused.
+TEST(KeyedStateTest, VersionedLoadsKeepTheEntryOfTheHighestVersionInAnyOrder) {
+  auto s = MakeState();
+  s.LoadEntry("before", 1);  // loaded before: version 0
+  s.LoadEntry("gone", 2);
+  s.BeginVersionedLoad();
+  auto load = [&](std::vector<std::pair<std::string, int64_t>> entries, uint8_t version) {
+    std::vector<std::string_view> keys;
+    std::vector<uint64_t> hashes;
+    std::vector<int64_t> values;
+    for (const auto& [k, v] : entries) {
+      keys.push_back(k);
+      hashes.push_back(KeyHash(k));
+      values.push_back(v);
+    }
+    s.LoadVersioned(keys.data(), hashes.data(), values.data(), values.size(), version);
+  };
+  load({{"a", 30}, {"b", 30}, {"before", 30}}, 3);
+  load({{"a", 10}, {"b", 10}, {"c", 10}}, 1);  // older, after: only "c" is new
+  load({{"a", 50}}, 5);
+  s.LoadRemovalVersioned("b", 4);       // newer than b's 3: removed
+  load({{"b", 20}}, 2);                 // older than the removal: stays removed
+  s.LoadRemovalVersioned("d", 6);       // absent: a removed slot
+  load({{"d", 1}}, 1);                  // older than the removal: stays removed
+  s.LoadRemovalVersioned("a", 2);       // older than a's 5: no effect
+  s.LoadRemovalVersioned("gone", 1);    // newer than the load before: removed
+  load({{"e", 7}}, 2);
+  s.LoadRemovalVersioned("e", 2);       // the same version later: the later call wins
+  load({{"f", 1}}, 3);
+  s.LoadRemovalVersioned("f", 2);
+  load({{"f", 4}}, 4);                  // back after an older removal
+  // Growth while loading keeps every version (slots move with their versions).
+  std::vector<std::pair<std::string, int64_t>> many;
+  for (int i = 0; i < 20000; ++i) many.emplace_back("m" + std::to_string(i), i);
+  load(many, 9);
+  for (auto& [k, v] : many) v = -v;
+  load(many, 8);  // older than the growth's
+  std::map<std::string, int64_t> want = {{"a", 50}, {"before", 30}, {"c", 10}, {"f", 4}};
+  for (int i = 0; i < 20000; ++i) want["m" + std::to_string(i)] = i;
+  EXPECT_EQ(s.size(), want.size());
+  std::map<std::string, int64_t> got;
+  s.ForEach([&](std::string_view k, int64_t v) { got[std::string(k)] = v; });
+  EXPECT_EQ(got, want);
+  for (const char* k : {"b", "d", "e", "gone"}) {
+    int64_t v;
+    EXPECT_FALSE(s.Get(k, &v)) << k;
+  }
+  EXPECT_TRUE(s.TakeDelta()->entries.empty());
+  // A second load starts over: every stored entry is version 0 again.
+  s.BeginVersionedLoad();
+  load({{"a", 1}}, 1);
+  s.LoadRemovalVersioned("c", 1);
+  int64_t v = 0;
+  ASSERT_TRUE(s.Get("a", &v));
+  EXPECT_EQ(v, 1);
+  EXPECT_FALSE(s.Get("c", &v));
+  s.Put("b", 5);  // a removed key comes back through the ordinary path
+  ASSERT_TRUE(s.Get("b", &v));
+  EXPECT_EQ(v, 5);
+  EXPECT_TRUE(s.foreign_key_error().ok());
+
+  const KeyGroupRange half{0, kMaxParallelism / 2 - 1};
+  KeyedInt64State h(kMaxParallelism, half);
+  h.BeginVersionedLoad();
+  std::string foreign;
+  for (int i = 0; foreign.empty(); ++i)
+    if (!half.Contains(GroupOf("f-" + std::to_string(i)))) foreign = "f-" + std::to_string(i);
+  std::string_view one[] = {foreign};
+  uint64_t hash[] = {KeyHash(foreign)};
+  int64_t v1[] = {1};
+  h.LoadVersioned(one, hash, v1, 1, 1);
+  EXPECT_EQ(h.size(), 0u);
+  EXPECT_NE(h.foreign_key_error().message().find(foreign), std::string::npos) << h.foreign_key_error().ToString();
+}
+
 TEST(KeyedStateTest, ReserveBeforeAndAfterEntriesKeepsEveryEntryFindable) {
   auto s = MakeState();
   s.Reserve(40000);  // empty: sized at once
@@ -391,7 +468,8 @@ TEST(KeyedStateTest, LoadingATablesDeltaInItsSlotOrderIntoAGrowingTableKeepsProb
 // A restore may take the salt of the table whose delta it loads (AdoptSlotOrder): the delta's
 // keys, in that table's slot order, then arrive in this table's slot order too. Safe with the
 // right key count; with a count far too small (the keys would pile up as in the test above)
-// PrepareSlotOrderedLoad or LoadEntries takes a fresh salt, and the probes stay short.
+// PrepareSlotOrderedLoad or LoadEntries (LoadVersioned alike) takes a fresh salt, and the
+// probes stay short.
 TEST(KeyedStateTest, ADeltaLoadedUnderItsTablesSaltKeepsProbesShortWhateverTheKeyCountHint) {
   KeyedInt64State source = MakeState();
   const size_t n = 300000;
@@ -401,9 +479,11 @@ TEST(KeyedStateTest, ADeltaLoadedUnderItsTablesSaltKeepsProbesShortWhateverTheKe
   ASSERT_EQ(delta->table_salt, source.salt());
   ASSERT_EQ(delta->table_keys, n);
   std::vector<std::string_view> views;
+  std::vector<uint64_t> hashes;
   std::vector<int64_t> values;
   for (const StateDelta::Entry& e : delta->entries) {
     views.push_back(delta->key(e));
+    hashes.push_back(KeyHash(views.back()));
     values.push_back(e.value);
   }
   struct Case {
@@ -413,14 +493,21 @@ TEST(KeyedStateTest, ADeltaLoadedUnderItsTablesSaltKeepsProbesShortWhateverTheKe
     bool keeps_salt;
   };
   for (const Case c : {Case{"the right count", n, n, true}, Case{"a count the load outgrows", 1000, n * 4, false},
-                       Case{"a wrong count the writer claims", 1000, 1000, false}}) {
-    SCOPED_TRACE(c.name);
+                       Case{"a wrong count the writer claims", 1000, 1000, false}})
+  for (bool versioned : {false, true}) {
+    SCOPED_TRACE(std::string(c.name) + (versioned ? ", LoadVersioned" : ", LoadEntries"));
     KeyedInt64State restored = MakeState();
     restored.AdoptSlotOrder(delta->table_salt, c.adopt_keys);
     ASSERT_EQ(restored.salt(), delta->table_salt);
     restored.PrepareSlotOrderedLoad(delta->table_salt, n, c.prepare_keys);
+    if (versioned) restored.BeginVersionedLoad();
     for (size_t b = 0; b < n; b += 256) {
-      restored.LoadEntries(&views[b], &values[b], std::min<size_t>(256, n - b));
+      const size_t m = std::min<size_t>(256, n - b);
+      if (versioned) {
+        restored.LoadVersioned(&views[b], &hashes[b], &values[b], m, 1);
+      } else {
+        restored.LoadEntries(&views[b], &values[b], m);
+      }
       if (b % 25600 == 0) {
         ASSERT_LT(restored.MeanProbeLength(), 3.0) << "after " << b << " keys";
       }
