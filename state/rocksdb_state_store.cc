@@ -1102,6 +1102,7 @@ Status LoadSegments(const std::vector<std::string>& paths, std::string newest, c
     values.push_back(e.int64);
     if (values.size() == kLoadBatch) flush(version);
   };
+  size_t versions_used = 0;  // since BeginVersionedLoad (a fresh table's entries are all version 0)
   for (size_t first = 0; first < paths.size();) {
     if (Stopped(stop)) return RestoreStopped(snapshot_dir);
     // The group: segments [first, end), read whole.
@@ -1118,7 +1119,12 @@ Status LoadSegments(const std::vector<std::string>& paths, std::string newest, c
       buffers.push_back(std::move(b));
       ++end;
     }
-    if (first > 0) state->BeginVersionedLoad();  // the versions of the group before
+    // Versions go on from the group before while they last (a sweep of the whole table starts
+    // them over: once every 255 segments).
+    if (versions_used + (end - first) > kSegmentGroupMax) {
+      state->BeginVersionedLoad();
+      versions_used = 0;
+    }
     std::vector<std::optional<SegmentTable>> tables;
     for (const std::string& b : buffers) {
       tables.push_back(ChangelogSegmentTable(b));
@@ -1129,7 +1135,7 @@ Status LoadSegments(const std::vector<std::string>& paths, std::string newest, c
     cursors.reserve(end - first);
     for (size_t i = first; i < end; ++i) {
       const auto& t = tables[i - first];
-      cursors.emplace_back(paths[i], buffers[i - first], static_cast<uint8_t>(i - first + 1),
+      cursors.emplace_back(paths[i], buffers[i - first], static_cast<uint8_t>(versions_used + i - first + 1),
                            t && t->slot_order && t->salt == state->salt());
     }
     // The stripes: the top bits of the keys' HomeOrder, kStripeSlots of today's slots each.
@@ -1187,6 +1193,7 @@ Status LoadSegments(const std::vector<std::string>& paths, std::string newest, c
       c.have = false;
       CAIRN_RETURN_IF_ERROR(c.reader.status());
     }
+    versions_used += end - first;
     first = end;
   }
   return Status::OK();
