@@ -122,7 +122,8 @@ class KeyedInt64State {
   // segments of a checkpoint loaded a stripe of the table at a time): each call names its
   // source's version, 1-255, a later source a higher one. An entry sets a key's value, or
   // removes the key, unless a source with a higher version already did so since
-  // BeginVersionedLoad, which makes every stored entry version 0. A removal of an absent key
+  // BeginVersionedLoad, which makes every stored entry version 0 (an entry stored any other
+  // way is version 0 too, unless an earlier versioned load set it). A removal of an absent key
   // leaves a removed slot, so that an older entry visited after it does not bring the key
   // back. The version is a byte of the slot; nothing else reads it.
   void BeginVersionedLoad();

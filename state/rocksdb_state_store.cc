@@ -1014,10 +1014,10 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
 // checkpoint of a short interval lists many (one per checkpoint since the last
 // materialization), each touching keys all over the table. Loaded one after another, every
 // segment sweeps the whole table, which is far larger than the cache, and each entry misses it
-// (most of a restore of 150 segments). So the segments are loaded in groups held in memory (at
-// most kSegmentGroupBytes, or 255 segments), a stripe of the table at a time: each segment's
-// entries whose home slots lie in the stripe (kStripeSlots slots, 2 MiB, which fit the L2
-// cache), then the next stripe. The entries of one key then come in another order than the
+// (most of a restore of 150 segments). So the segments are loaded in groups held in memory
+// (segments read until the group holds kSegmentGroupBytes, at most 255 of them), a stripe of
+// the table at a time: each segment's entries whose home slots lie in the stripe (2^16 slots,
+// 2 MiB, which fit the L2 cache), then the next stripe. The entries of one key then come in another order than the
 // segments', so each carries its segment's version (KeyedInt64State::LoadVersioned) and an
 // older one never replaces a newer one. Named states' entries, which come after the default
 // state's in a segment, are loaded after the stripes, segment by segment in order.
@@ -1072,7 +1072,7 @@ Status LoadSegments(const std::vector<std::string>& paths, std::string newest, c
                     const KeyGroupRange& range, KeyedInt64State* state, HeapKeyedStateBackend* named,
                     const std::atomic<bool>* stop) {
   size_t n = 0;
-  // Checks an entry's key group; a default-state entry also gets its hash.
+  // Checks an entry's key group (and every kRestoreBatchEntries entries, `stop`).
   auto check = [&](const SegmentCursor& c, const ChangelogEntry& e) -> Status {
     uint32_t kg = e.key_group;
     if (!e.state.empty()) {
@@ -1138,7 +1138,7 @@ Status LoadSegments(const std::vector<std::string>& paths, std::string newest, c
       cursors.emplace_back(paths[i], buffers[i - first], static_cast<uint8_t>(versions_used + i - first + 1),
                            t && t->slot_order && t->salt == state->salt());
     }
-    // The stripes: the top bits of the keys' HomeOrder, kStripeSlots of today's slots each.
+    // The stripes: the top bits of the keys' HomeOrder, 2^kStripeSlotsLog2 of today's slots each.
     const unsigned slots_log2 = static_cast<unsigned>(std::countr_zero(state->slot_count()));
     const unsigned bits = slots_log2 > kStripeSlotsLog2 ? slots_log2 - kStripeSlotsLog2 : 0;
     const size_t stripes = size_t{1} << bits;
