@@ -325,32 +325,42 @@ void KeyedInt64State::LoadEntry(std::string_view key, int64_t value) {
   slots_[i].value = value;
 }
 
+template <typename Load>
+void KeyedInt64State::LoadHashed(const std::string_view* keys, const uint64_t* hashes, size_t n, Load load) {
+  // The home slot of the key kAhead places on already on its way: the table of millions of keys
+  // misses the cache on every insert, and a rolling window keeps kAhead misses in flight.
+  constexpr size_t kAhead = 16;
+  for (size_t i = 0; i < std::min(kAhead, n); ++i) PrefetchSlot(hashes[i]);
+  // Only an adopted salt is watched: slots between each key's home and its slot.
+  const bool watch = adopted_salt_;
+  size_t displaced = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) PrefetchSlot(hashes[i + kAhead]);
+    if (!Owns(hashes[i])) {
+      RecordForeignKey(keys[i], hashes[i]);
+      continue;
+    }
+    const size_t at = load(i);
+    if (watch && at != kNoSlot) displaced += (at - Home(hashes[i])) & mask_;
+  }
+  // An adopted salt whose keys pile up (a wrong hint: PrepareSlotOrderedLoad): a fresh one. The
+  // slots move with their values (and load versions).
+  if (watch && displaced > n * kMaxMeanDisplacement) Resalt();
+}
+
 void KeyedInt64State::LoadEntries(const std::string_view* keys, const int64_t* values, size_t n) {
-  // A chunk's keys hashed first (their bytes lie together), then inserted with the home slot of
-  // the key kAhead places on already on its way: the table of millions of keys misses the cache
-  // on every insert, and a rolling window keeps kAhead misses in flight.
-  constexpr size_t kChunk = 256, kAhead = 16;
+  // A chunk's keys hashed first (their bytes lie together), then loaded.
+  constexpr size_t kChunk = 256;
   uint64_t hashes[kChunk];
   for (size_t b = 0; b < n; b += kChunk) {
     const size_t m = std::min(kChunk, n - b);
     for (size_t i = 0; i < m; ++i) hashes[i] = KeyHash(keys[b + i]);
-    for (size_t i = 0; i < std::min(kAhead, m); ++i) PrefetchSlot(hashes[i]);
-    // Only an adopted salt is watched: slots between each key's home and its slot.
-    const bool watch = adopted_salt_;
-    size_t displaced = 0;
-    for (size_t i = 0; i < m; ++i) {
-      if (i + kAhead < m) PrefetchSlot(hashes[i + kAhead]);
-      if (!Owns(hashes[i])) {
-        RecordForeignKey(keys[b + i], hashes[i]);
-        continue;
-      }
+    LoadHashed(keys + b, hashes, m, [&](size_t i) {
       bool inserted;
       const size_t at = FindOrInsert(keys[b + i], hashes[i], &inserted);
       slots_[at].value = values[b + i];
-      if (watch) displaced += (at - Home(hashes[i])) & mask_;
-    }
-    // An adopted salt whose keys pile up (a wrong hint: PrepareSlotOrderedLoad): a fresh one.
-    if (watch && displaced > m * kMaxMeanDisplacement) Resalt();
+      return at;
+    });
   }
 }
 
@@ -360,25 +370,13 @@ void KeyedInt64State::BeginVersionedLoad() {
 
 void KeyedInt64State::LoadVersioned(const std::string_view* keys, const uint64_t* hashes, const int64_t* values,
                                     size_t n, uint8_t version) {
-  // As LoadEntries: the home slot of the key kAhead places on prefetched while one is loaded.
-  constexpr size_t kAhead = 16;
-  for (size_t i = 0; i < std::min(kAhead, n); ++i) PrefetchSlot(hashes[i]);
-  // As LoadEntries, an adopted salt whose keys pile up gets replaced (the slots keep their
-  // versions as they move).
-  const bool watch = adopted_salt_;
-  size_t displaced = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) PrefetchSlot(hashes[i + kAhead]);
-    if (!Owns(hashes[i])) {
-      RecordForeignKey(keys[i], hashes[i]);
-      continue;
-    }
+  LoadHashed(keys, hashes, n, [&](size_t i) {
     size_t at = Find(keys[i], hashes[i]);
     if (at == kNoSlot) {
       bool inserted;
       at = FindOrInsert(keys[i], hashes[i], &inserted);
     } else if (slots_[at].load_version > version) {
-      continue;  // a later source's entry is in
+      return kNoSlot;  // a later source's entry is in
     }
     Slot& s = slots_[at];
     if (s.removed) {
@@ -387,9 +385,8 @@ void KeyedInt64State::LoadVersioned(const std::string_view* keys, const uint64_t
     }
     s.value = values[i];
     s.load_version = version;
-    if (watch) displaced += (at - Home(hashes[i])) & mask_;
-  }
-  if (watch && n > 0 && displaced > n * kMaxMeanDisplacement) Resalt();
+    return at;
+  });
 }
 
 void KeyedInt64State::LoadRemovalVersioned(std::string_view key, uint8_t version) {

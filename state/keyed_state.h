@@ -169,6 +169,11 @@ class KeyedInt64State {
   // The slot holding `key` (of hash `hash`), removed or not, or kNoSlot.
   size_t Find(std::string_view key, uint64_t hash) const;
   static constexpr size_t kNoSlot = ~size_t{0};
+  // The loop of LoadEntries and LoadVersioned over n keys and their hashes: keys of other
+  // subtasks refused, the rest loaded by `load(i)`, which returns the slot of entry i (kNoSlot:
+  // left out), while later keys' home slots are prefetched and an adopted salt is watched.
+  template <typename Load>
+  void LoadHashed(const std::string_view* keys, const uint64_t* hashes, size_t n, Load load);
   // Doubles the table and rebuilds dirty_bits_ (slots move).
   void Grow();
   // Sets mask_, shift_ and grow_at_ from slots_.size() (a power of two).
