@@ -267,18 +267,10 @@ bool KeyedInt64State::Get(std::string_view key, int64_t* value) const {
     RecordForeignKey(key, hash);
     return false;
   }
-  size_t i = Home(hash);
-  for (;;) {
-    const Slot& s = slots_[i];
-    if (!s.used) return false;
-    if (s.hash == hash && s.key_length == key.size() &&
-        EqualShortBytes(s.key, key.data(), key.size())) {
-      if (s.removed) return false;
-      *value = s.value;
-      return true;
-    }
-    i = (i + 1) & mask_;
-  }
+  const size_t i = Find(key, hash);
+  if (i == kNoSlot || slots_[i].removed) return false;
+  *value = slots_[i].value;
+  return true;
 }
 
 void KeyedInt64State::Put(std::string_view key, int64_t value) {
@@ -295,26 +287,17 @@ void KeyedInt64State::Put(std::string_view key, int64_t value) {
 
 void KeyedInt64State::Delete(std::string_view key) { Remove(key, /*mark_dirty=*/true); }
 
-void KeyedInt64State::LoadRemoval(std::string_view key) { Remove(key, /*mark_dirty=*/false); }
-
 void KeyedInt64State::Remove(std::string_view key, bool mark_dirty) {
   const uint64_t hash = KeyHash(key);
   if (!Owns(hash)) return RecordForeignKey(key, hash);
-  size_t i = Home(hash);
-  for (;;) {
-    Slot& s = slots_[i];
-    if (!s.used) return;
-    if (s.hash == hash && s.key_length == key.size() &&
-        EqualShortBytes(s.key, key.data(), key.size())) {
-      if (s.removed) return;
-      s.removed = true;
-      s.value = 0;
-      ++removed_;
-      if (mark_dirty) MarkDirty(i);
-      return;
-    }
-    i = (i + 1) & mask_;
-  }
+  const size_t i = Find(key, hash);
+  if (i == kNoSlot) return;
+  Slot& s = slots_[i];
+  if (s.removed) return;
+  s.removed = true;
+  s.value = 0;
+  ++removed_;
+  if (mark_dirty) MarkDirty(i);
 }
 
 void KeyedInt64State::LoadEntry(std::string_view key, int64_t value) {
@@ -389,8 +372,7 @@ void KeyedInt64State::LoadVersioned(const std::string_view* keys, const uint64_t
   });
 }
 
-void KeyedInt64State::LoadRemovalVersioned(std::string_view key, uint8_t version) {
-  const uint64_t hash = KeyHash(key);
+void KeyedInt64State::LoadRemovalVersioned(std::string_view key, uint64_t hash, uint8_t version) {
   if (!Owns(hash)) return RecordForeignKey(key, hash);
   size_t at = Find(key, hash);
   if (at == kNoSlot) {

@@ -116,8 +116,6 @@ class KeyedInt64State {
   // slot of a later entry prefetched while one is inserted (memory-level parallelism for a
   // large table).
   void LoadEntries(const std::string_view* keys, const int64_t* values, size_t n);
-  // Restore: removes `key` without marking it changed (a removal a changelog segment holds).
-  void LoadRemoval(std::string_view key);
   // Restore of entries from several ordered sources visited in another order (the changelog
   // segments of a checkpoint loaded a stripe of the table at a time): each call names its
   // source's version, 1-255, a later source a higher one. An entry sets a key's value, or
@@ -130,7 +128,8 @@ class KeyedInt64State {
   // `hashes[i]` is KeyHash(keys[i]); the keys are distinct (one source's entries).
   void LoadVersioned(const std::string_view* keys, const uint64_t* hashes, const int64_t* values, size_t n,
                      uint8_t version);
-  void LoadRemovalVersioned(std::string_view key, uint8_t version);
+  // A removal a changelog segment holds, not marked changed; `hash` is KeyHash(key).
+  void LoadRemovalVersioned(std::string_view key, uint64_t hash, uint8_t version);
   // Where the home slot of a key of hash `hash` lies in [0, 2^64): Home() is its top bits, so a
   // load that visits keys by this order's top bits visits a range of slots at a time.
   uint64_t HomeOrder(uint64_t hash) const { return (hash ^ salt_) * kHomeMultiplier; }

@@ -1017,9 +1017,9 @@ Status LoadAll(OpenedDb* db, const std::string& snapshot_dir, const KeyGroupRang
 // (most of a restore of 150 segments). So the segments are loaded in groups held in memory
 // (segments read until the group holds kSegmentGroupBytes, at most 255 of them), a stripe of
 // the table at a time: each segment's entries whose home slots lie in the stripe (2^16 slots,
-// 2 MiB, which fit the L2 cache), then the next stripe. The entries of one key then come in another order than the
-// segments', so each carries its segment's version (KeyedInt64State::LoadVersioned) and an
-// older one never replaces a newer one. Named states' entries, which come after the default
+// 2 MiB, which fit the L2 cache), then the next stripe. The entries of one key then come in
+// another order than the segments', so each carries its segment's version
+// (KeyedInt64State::LoadVersioned) and an older one never replaces a newer one. Named states' entries, which come after the default
 // state's in a segment, are loaded after the stripes, segment by segment in order.
 constexpr size_t kSegmentGroupBytes = size_t{64} << 20;
 constexpr size_t kSegmentGroupMax = 255;  // versions 1-255 (a byte of the slot)
@@ -1096,7 +1096,7 @@ Status LoadSegments(const std::vector<std::string>& paths, std::string newest, c
     values.clear();
   };
   auto add = [&](const ChangelogEntry& e, uint64_t hash, uint8_t version) {
-    if (e.deleted) return state->LoadRemovalVersioned(e.key, version);
+    if (e.deleted) return state->LoadRemovalVersioned(e.key, hash, version);
     keys.push_back(e.key);
     hashes.push_back(hash);
     values.push_back(e.int64);

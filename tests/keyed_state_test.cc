@@ -352,17 +352,17 @@ TEST(KeyedStateTest, VersionedLoadsKeepTheEntryOfTheHighestVersionInAnyOrder) {
   load({{"a", 30}, {"b", 30}, {"before", 30}}, 3);
   load({{"a", 10}, {"b", 10}, {"c", 10}}, 1);  // older, after: only "c" is new
   load({{"a", 50}}, 5);
-  s.LoadRemovalVersioned("b", 4);       // newer than b's 3: removed
-  load({{"b", 20}}, 2);                 // older than the removal: stays removed
-  s.LoadRemovalVersioned("d", 6);       // absent: a removed slot
-  load({{"d", 1}}, 1);                  // older than the removal: stays removed
-  s.LoadRemovalVersioned("a", 2);       // older than a's 5: no effect
-  s.LoadRemovalVersioned("gone", 1);    // newer than the load before: removed
+  s.LoadRemovalVersioned("b", KeyHash("b"), 4);  // newer than b's 3: removed
+  load({{"b", 20}}, 2);  // older than the removal: stays removed
+  s.LoadRemovalVersioned("d", KeyHash("d"), 6);  // absent: a removed slot
+  load({{"d", 1}}, 1);  // older than the removal: stays removed
+  s.LoadRemovalVersioned("a", KeyHash("a"), 2);  // older than a's 5: no effect
+  s.LoadRemovalVersioned("gone", KeyHash("gone"), 1);  // newer than the load before: removed
   load({{"e", 7}}, 2);
-  s.LoadRemovalVersioned("e", 2);       // the same version later: the later call wins
+  s.LoadRemovalVersioned("e", KeyHash("e"), 2);  // the same version later: the later call wins
   load({{"f", 1}}, 3);
-  s.LoadRemovalVersioned("f", 2);
-  load({{"f", 4}}, 4);                  // back after an older removal
+  s.LoadRemovalVersioned("f", KeyHash("f"), 2);
+  load({{"f", 4}}, 4);  // back after an older removal
   // Growth while loading keeps every version (slots move with their versions).
   std::vector<std::pair<std::string, int64_t>> many;
   for (int i = 0; i < 20000; ++i) many.emplace_back("m" + std::to_string(i), i);
@@ -383,7 +383,7 @@ TEST(KeyedStateTest, VersionedLoadsKeepTheEntryOfTheHighestVersionInAnyOrder) {
   // A second load starts over: every stored entry is version 0 again.
   s.BeginVersionedLoad();
   load({{"a", 1}}, 1);
-  s.LoadRemovalVersioned("c", 1);
+  s.LoadRemovalVersioned("c", KeyHash("c"), 1);
   int64_t v = 0;
   ASSERT_TRUE(s.Get("a", &v));
   EXPECT_EQ(v, 1);
